@@ -1,0 +1,87 @@
+// megacut graph: one stage's ops with their tiles, bytes and FLOPs, as a table, JSON or dot.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/format.h"
+#include "model/decoder.h"
+#include "model/error.h"
+#include "model/graph_io.h"
+
+namespace megacut::app {
+namespace {
+
+struct GraphOptions {
+  std::string model;
+  std::string stage = "decode";
+  int64_t batch = 1;
+  int64_t prompt_len = model::kDefaultPromptLen;
+  std::string json_path;
+  std::string dot_path;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw Error(path + ": cannot write file");
+}
+
+void print_table(const model::ModelSpec& spec, const model::Graph& g) {
+  std::printf("%s · stage %s · batch %lld · %d ops · %s tasks · %s tile edges\n\n",
+              spec.name.c_str(), g.stage().c_str(), static_cast<long long>(g.batch()), g.op_count(),
+              format_count(g.task_count()).c_str(),
+              format_count(model::tile_edge_count(g)).c_str());
+  std::printf("%4s  %-28s %-13s %6s %11s %11s %11s %13s\n", "#", "op", "kind", "tiles", "tile",
+              "read", "written", "FLOPs");
+  for (const model::Op& op : g.ops()) {
+    const model::TileCost c = g.op_cost(op.index);
+    const std::string tile =
+        std::to_string(op.tiling.tile_rows) + "x" + std::to_string(op.tiling.tile_cols);
+    std::printf("%4d  %-28s %-13s %6lld %11s %11s %11s %13s\n", op.index, op.name.c_str(),
+                std::string(op.kind->name()).c_str(), static_cast<long long>(op.tiling.count()),
+                tile.c_str(), format_bytes(c.bytes_read).c_str(),
+                format_bytes(c.bytes_written).c_str(), format_flops(c.flops).c_str());
+  }
+  const model::TileCost t = g.total_cost();
+  std::printf("\ntotal: read %s, written %s, %s\n", format_bytes(t.bytes_read).c_str(),
+              format_bytes(t.bytes_written).c_str(), format_flops(t.flops).c_str());
+  std::printf("parameters: %s (%s in bf16)\n", format_count(g.parameter_count()).c_str(),
+              format_bytes(g.parameter_bytes()).c_str());
+}
+
+}  // namespace
+
+void add_graph_command(CLI::App& root) {
+  auto opt = std::make_shared<GraphOptions>();
+  CLI::App* cmd = root.add_subcommand("graph", "Print one stage's op graph with tiles and costs");
+  cmd->add_option("--model,-m", opt->model, "Bundled model name, config.json, or checkpoint dir")
+      ->required();
+  cmd->add_option("--stage,-s", opt->stage, "Stage to print (prefill, decode)")
+      ->capture_default_str();
+  cmd->add_option("--batch,-b", opt->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--prompt-len,-p", opt->prompt_len, "Prompt length in tokens")
+      ->capture_default_str();
+  CLI::Option* json = cmd->add_option("--json", opt->json_path,
+                                      "Print JSON instead of the table, or write it to a file")
+                          ->expected(0, 1);
+  cmd->add_option("--dot", opt->dot_path, "Write the op graph as Graphviz dot to a file");
+  cmd->callback([opt, json] {
+    const model::ModelSpec spec = model::load_model(opt->model);
+    const model::Scenario scenario = model::make_scenario(spec, opt->batch, opt->prompt_len);
+    const model::Graph g = model::build_graph(spec, scenario, opt->stage);
+    if (!opt->dot_path.empty()) write_file(opt->dot_path, model::graph_to_dot(g));
+    if (json->count() > 0) {
+      nlohmann::json doc = model::graph_to_json(g);
+      doc["model"] = spec.name;
+      doc["prompt_len"] = scenario.prompt_len;
+      if (opt->json_path.empty()) {
+        std::cout << doc.dump(2) << "\n";
+        return;
+      }
+      write_file(opt->json_path, doc.dump(2) + "\n");
+    }
+    print_table(spec, g);
+  });
+}
+
+}  // namespace megacut::app

@@ -1,0 +1,27 @@
+// megacut models: the bundled model configs and their shapes.
+#include <cstdio>
+
+#include "app/commands.h"
+#include "model/config.h"
+
+namespace megacut::app {
+
+void add_models_command(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("models", "List the bundled model configs");
+  cmd->callback([] {
+    std::printf("%-16s %-7s %7s %7s %10s %9s %8s\n", "model", "arch", "hidden", "layers",
+                "heads/kv", "head_dim", "vocab");
+    for (const std::string& name : model::bundled_models()) {
+      const model::ModelSpec m = model::load_model(name);
+      const model::DecoderConfig& c = m.decoder;
+      const std::string heads = std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads);
+      std::printf("%-16s %-7s %7lld %7lld %10s %9lld %8lld\n", name.c_str(), c.architecture.c_str(),
+                  static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_layers),
+                  heads.c_str(), static_cast<long long>(c.head_dim),
+                  static_cast<long long>(c.vocab_size));
+    }
+    std::printf("configs: %s\n", (model::configs_dir() / "models").c_str());
+  });
+}
+
+}  // namespace megacut::app

@@ -1,0 +1,11 @@
+// The megacut subcommands. Each add_* registers one subcommand on the root app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace megacut::app {
+
+void add_models_command(CLI::App& root);
+void add_graph_command(CLI::App& root);
+
+}  // namespace megacut::app

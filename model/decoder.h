@@ -1,0 +1,19 @@
+// Builders of stage graphs for decoder-only transformers (Llama, Qwen3), and the dispatch from
+// a model to its builder.
+#pragma once
+
+#include <string_view>
+
+#include "model/config.h"
+#include "model/graph.h"
+#include "model/scenario.h"
+
+namespace megacut::model {
+
+// The finalized graph of one stage of a decoder-only transformer at one batch size.
+Graph build_decoder_stage(const DecoderConfig& config, const Stage& stage, int64_t batch);
+
+// The finalized graph of stage `stage` of `scenario` for `model`.
+Graph build_graph(const ModelSpec& model, const Scenario& scenario, std::string_view stage);
+
+}  // namespace megacut::model

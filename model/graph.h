@@ -1,0 +1,76 @@
+// The operator graph of one stage (prefill, decode, ...) and its tile graph.
+//
+// Ops are kept in execution order; each op writes one tensor cut into tiles. The tile graph
+// has one vertex per task (one tile of one op) and an edge from every producer tile a task
+// reads to the task. It is stored in a Boost compressed-sparse-row graph: built once, read many
+// times by the schedule, the simulator and the executor.
+#pragma once
+
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/op.h"
+#include "model/tensor.h"
+
+namespace megacut::model {
+
+using TaskId = int64_t;
+using TileGraph =
+    boost::compressed_sparse_row_graph<boost::bidirectionalS, boost::no_property,
+                                       boost::no_property, boost::no_property, uint32_t, uint64_t>;
+
+struct TaskRef {
+  int op = 0;
+  int64_t tile = 0;
+};
+
+class Graph {
+ public:
+  Graph(std::string stage, int64_t batch) : stage_(std::move(stage)), batch_(batch) {}
+
+  // Building. Ops must be added in execution order; call finalize() once when done.
+  int add_tensor(Tensor tensor);
+  int add_op(std::string name, std::string_view kind, std::vector<int> inputs,
+             std::vector<int> weights, int output, Tiling tiling, Attrs attrs = {}, int layer = -1);
+  void finalize();
+
+  const std::string& stage() const { return stage_; }
+  int64_t batch() const { return batch_; }
+  const std::vector<Op>& ops() const { return ops_; }
+  const Op& op(int index) const { return ops_.at(index); }
+  int op_count() const { return static_cast<int>(ops_.size()); }
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  const Tensor& tensor(int id) const { return tensors_.at(id); }
+  // The op that writes a tensor, or -1 for weights, inputs and state no op of the stage writes.
+  int producer(int tensor) const { return producer_.at(tensor); }
+
+  // The tile graph.
+  const TileGraph& tiles() const { return tile_graph_; }
+  TaskId task_count() const { return first_task_.back(); }
+  TaskId first_task(int op) const { return first_task_.at(op); }
+  TaskId task_id(int op, int64_t tile) const { return first_task_.at(op) + tile; }
+  TaskRef task(TaskId id) const;
+  // Tasks that `id` waits for, in increasing order.
+  std::vector<TaskId> task_deps(TaskId id) const;
+  TileCost task_cost(TaskId id) const;
+  TileCost op_cost(int op) const;
+  TileCost total_cost() const;
+
+  // Parameters: every distinct weight tensor once (tied embeddings count once).
+  int64_t parameter_count() const;
+  int64_t parameter_bytes() const;
+
+ private:
+  std::string stage_;
+  int64_t batch_;
+  std::vector<Tensor> tensors_;
+  std::vector<Op> ops_;
+  std::vector<int> producer_;
+  std::vector<TaskId> first_task_{0};
+  TileGraph tile_graph_;
+  bool finalized_ = false;
+};
+
+}  // namespace megacut::model

@@ -1,0 +1,91 @@
+// Ops and op kinds. An op kind says, for one tile of an op's output, what it costs (bytes read,
+// bytes written, FLOPs) and which boxes of each activation input it reads. Kinds live in a
+// registry keyed by name, so a new model family adds kinds without touching the core.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/tensor.h"
+
+namespace megacut::model {
+
+class Graph;
+
+// How a consumer tile's reads of one input relate to its own box; printed in graph summaries
+// and used by the simulator to tell streaming from gathering access.
+enum class Access {
+  one_to_one,    // the same box of the input
+  full_row,      // whole rows of the input (a reduction over features)
+  head_grouped,  // the columns of one attention head or head group, same rows
+  windowed,      // a window of rows of the same sequence (attention over keys)
+};
+
+std::string_view access_name(Access access);
+
+struct TileCost {
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  int64_t flops = 0;
+
+  TileCost& operator+=(const TileCost& other) {
+    bytes_read += other.bytes_read;
+    bytes_written += other.bytes_written;
+    flops += other.flops;
+    return *this;
+  }
+};
+
+// Numeric parameters of an op (heads, eps, rope theta, ...), kept generic so the core holds no
+// model-specific fields. Lookups of a missing attribute are a builder bug and throw.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const std::string, double>> values) : values_(values) {}
+  void set(const std::string& key, double value) { values_[key] = value; }
+  bool has(std::string_view key) const { return values_.find(key) != values_.end(); }
+  double f(std::string_view key) const;
+  int64_t i(std::string_view key) const;
+  const std::map<std::string, double, std::less<>>& all() const { return values_; }
+
+ private:
+  std::map<std::string, double, std::less<>> values_;
+};
+
+class OpKind;
+
+struct Op {
+  int index = 0;
+  std::string name;  // e.g. "layers.3.mlp.down"
+  const OpKind* kind = nullptr;
+  std::vector<int> inputs;   // activation/state/input tensor ids, in the kind's input order
+  std::vector<int> weights;  // weight tensor ids
+  int output = -1;
+  Tiling tiling;
+  Attrs attrs;
+  int layer = -1;  // decoder layer, or -1 outside the layer stack
+};
+
+class OpKind {
+ public:
+  virtual ~OpKind() = default;
+  virtual std::string_view name() const = 0;
+  virtual int input_count() const = 0;
+  virtual Access access(int input) const = 0;
+  // Boxes of input `input` that output tile `out` reads, in the producer's tile coordinates.
+  virtual std::vector<Box> input_boxes(const Op& op, const Graph& graph, int input,
+                                       const Box& out) const = 0;
+  virtual TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const = 0;
+};
+
+// The registry of op kinds. Built-in kinds are present from the first lookup.
+const OpKind& op_kind(std::string_view name);
+const OpKind* find_op_kind(std::string_view name);
+void register_op_kind(std::unique_ptr<OpKind> kind);
+std::vector<std::string_view> op_kind_names();
+
+}  // namespace megacut::model

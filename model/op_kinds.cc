@@ -1,0 +1,262 @@
+// The built-in op kinds of decoder-only transformers (Llama, Qwen3).
+//
+// Conventions shared by every kind here: activations are (tokens, features) with tokens
+// sequence-major (row = sequence * seq_len + position); attrs "seq_len" (query rows per
+// sequence in this stage) and "past_len" (cached positions before them) describe the stage.
+// Costs count each byte a tile must move through device memory once: the floor a tile body
+// can reach, not what a particular body does.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "model/graph.h"
+#include "model/op.h"
+
+namespace megacut::model {
+namespace {
+
+constexpr int64_t kBf16 = 2;
+
+int64_t cols_of(const Graph& graph, int tensor) { return graph.tensor(tensor).shape.back(); }
+
+Box all_cols(const Graph& graph, int tensor, int64_t row_begin, int64_t row_end) {
+  return Box{row_begin, row_end, 0, cols_of(graph, tensor)};
+}
+
+// Shared shape of a kind: name and input access patterns fixed at construction.
+class Kind : public OpKind {
+ public:
+  Kind(std::string_view name, std::vector<Access> access) : name_(name), access_(access) {}
+  std::string_view name() const override { return name_; }
+  int input_count() const override { return static_cast<int>(access_.size()); }
+  Access access(int input) const override { return access_.at(input); }
+
+ private:
+  std::string_view name_;
+  std::vector<Access> access_;
+};
+
+// embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input).
+class Embedding final : public Kind {
+ public:
+  Embedding() : Kind("embedding", {Access::one_to_one}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int, const Box& out) const override {
+    return {Box{out.row_begin, out.row_end, 0, 1}};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    return {out.rows() * 4 + out.rows() * out.cols() * kBf16, out.rows() * out.cols() * kBf16, 0};
+  }
+};
+
+// rmsnorm: y = x / rms(x) * w over the feature axis. With attr "select_stride" S > 1, output
+// row r normalizes input row r*S + S-1: the last position of each sequence, all that the
+// language-model head needs for the first token.
+class RmsNorm final : public Kind {
+ public:
+  RmsNorm() : Kind("rmsnorm", {Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    const int64_t stride = op.attrs.has("select_stride") ? op.attrs.i("select_stride") : 1;
+    if (stride == 1) return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+    std::vector<Box> boxes;
+    for (int64_t r = out.row_begin; r < out.row_end; ++r) {
+      boxes.push_back(all_cols(graph, op.inputs[0], r * stride + stride - 1, r * stride + stride));
+    }
+    return boxes;
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {elements * kBf16 + out.cols() * kBf16, elements * kBf16, 4 * elements};
+  }
+};
+
+// linear and lm-head: y = x W^T with W the row-wise concatenation of the op's weights
+// (q/k/v or gate/up fused as one GEMM). Output dtype follows the output tensor.
+class Linear final : public Kind {
+ public:
+  explicit Linear(std::string_view name) : Kind(name, {Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const int64_t k = cols_of(graph, op.inputs[0]);
+    const int out_bytes = dtype_bytes(graph.tensor(op.output).dtype);
+    return {out.rows() * k * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * out_bytes,
+            2 * out.rows() * out.cols() * k};
+  }
+};
+
+// qk-norm (Qwen3): RMSNorm over each query and key head of the fused qkv output. One tile
+// per head column block; q heads then k heads, as in qkv.
+class QkNorm final : public Kind {
+ public:
+  QkNorm() : Kind("qk-norm", {Access::head_grouped}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int, const Box& out) const override {
+    return {out};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {elements * kBf16 + out.cols() * kBf16, elements * kBf16, 4 * elements};
+  }
+};
+
+// rope: rotary position embedding of the query and key heads (plain or Llama-3 scaled); the
+// position of row r is past_len + r % seq_len.
+class Rope final : public Kind {
+ public:
+  Rope() : Kind("rope", {Access::head_grouped}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int, const Box& out) const override {
+    return {out};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {elements * kBf16, elements * kBf16, 6 * elements};
+  }
+};
+
+// kv-append: writes the new keys (from rope's output) and values (from qkv) into the KV cache.
+// Its output grid is (new tokens, 2 * kv_heads * head_dim): keys then values.
+class KvAppend final : public Kind {
+ public:
+  KvAppend() : Kind("kv-append", {Access::head_grouped, Access::head_grouped}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph&, int input,
+                               const Box& out) const override {
+    const int64_t heads = op.attrs.i("heads");
+    const int64_t kv_cols = op.attrs.i("kv_heads") * op.attrs.i("head_dim");
+    const int64_t q_cols = heads * op.attrs.i("head_dim");
+    // Output columns [0, kv_cols) are keys: rope output columns after the query heads.
+    // Output columns [kv_cols, 2 kv_cols) are values: qkv columns after queries and keys.
+    const Box keys{out.row_begin, out.row_end, std::max(out.col_begin, int64_t{0}),
+                   std::min(out.col_end, kv_cols)};
+    const Box values{out.row_begin, out.row_end, std::max(out.col_begin, kv_cols) - kv_cols,
+                     std::min(out.col_end, 2 * kv_cols) - kv_cols};
+    if (input == 0 && !keys.empty()) {
+      return {Box{keys.row_begin, keys.row_end, q_cols + keys.col_begin, q_cols + keys.col_end}};
+    }
+    if (input == 1 && !values.empty()) {
+      return {Box{values.row_begin, values.row_end, q_cols + kv_cols + values.col_begin,
+                  q_cols + kv_cols + values.col_end}};
+    }
+    return {};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {elements * kBf16, elements * kBf16, 0};
+  }
+};
+
+// attention: grouped-query attention of new queries over the cached and new keys, causal.
+// A tile is (query rows of one sequence, the query heads of one KV head); in decode each
+// tile's key range is split across the tile's warps and combined on chip. Input 0: rope
+// output (queries); input 1: kv-append output (new keys and values). Attr "window" > 0 limits
+// each query to the last `window` positions (sliding-window attention).
+class Attention final : public Kind {
+ public:
+  Attention() : Kind("attention", {Access::head_grouped, Access::windowed}) {}
+
+  std::vector<Box> input_boxes(const Op& op, const Graph&, int input,
+                               const Box& out) const override {
+    const int64_t head_dim = op.attrs.i("head_dim");
+    const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
+    const int64_t kv_head = out.col_begin / (group * head_dim);
+    if (input == 0) return {out};
+    const int64_t kv_cols = op.attrs.i("kv_heads") * head_dim;
+    const auto [first, last] = key_rows(op, out);
+    return {Box{first, last, kv_head * head_dim, (kv_head + 1) * head_dim},
+            Box{first, last, kv_cols + kv_head * head_dim, kv_cols + (kv_head + 1) * head_dim}};
+  }
+
+  TileCost tile_cost(const Op& op, const Graph&, const Box& out) const override {
+    const int64_t head_dim = op.attrs.i("head_dim");
+    const int64_t heads = out.cols() / head_dim;
+    const int64_t seq_len = op.attrs.i("seq_len");
+    const int64_t past = op.attrs.i("past_len");
+    const int64_t window = op.attrs.has("window") ? op.attrs.i("window") : 0;
+    int64_t key_reads = 0;  // (query, key) pairs the tile scores
+    int64_t longest = 0;
+    for (int64_t r = out.row_begin; r < out.row_end; ++r) {
+      int64_t keys = past + r % seq_len + 1;
+      if (window > 0) keys = std::min(keys, window);
+      key_reads += keys;
+      longest = std::max(longest, keys);
+    }
+    const int64_t elements = out.rows() * out.cols();
+    return {elements * kBf16 + 2 * longest * head_dim * kBf16, elements * kBf16,
+            4 * heads * head_dim * key_reads};
+  }
+
+ private:
+  // Rows of the new keys (kv-append's output) that the tile's queries see.
+  static std::pair<int64_t, int64_t> key_rows(const Op& op, const Box& out) {
+    const int64_t seq_len = op.attrs.i("seq_len");
+    const int64_t sequence_start = (out.row_begin / seq_len) * seq_len;
+    int64_t first = sequence_start;
+    if (op.attrs.has("window") && op.attrs.i("window") > 0) {
+      // Query at row r sees new keys from r - window + 1 (earlier ones are cached).
+      first = std::max(sequence_start, out.row_begin - op.attrs.i("window") + 1);
+    }
+    return {first, out.row_end};
+  }
+};
+
+// silu-mul: y = silu(gate) * up, with gate and up the two halves of the fused gate_up output.
+class SiluMul final : public Kind {
+ public:
+  SiluMul() : Kind("silu-mul", {Access::one_to_one}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    const int64_t half = cols_of(graph, op.output);
+    return {out, Box{out.row_begin, out.row_end, half + out.col_begin, half + out.col_end}};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {2 * elements * kBf16, elements * kBf16, 5 * elements};
+  }
+};
+
+// residual-add: y = a + b.
+class ResidualAdd final : public Kind {
+ public:
+  ResidualAdd() : Kind("residual-add", {Access::one_to_one, Access::one_to_one}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int, const Box& out) const override {
+    return {out};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    const int64_t elements = out.rows() * out.cols();
+    return {2 * elements * kBf16, elements * kBf16, elements};
+  }
+};
+
+// argmax: the index of the largest logit of each row (greedy next token).
+class Argmax final : public Kind {
+ public:
+  Argmax() : Kind("argmax", {Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const Tensor& logits = graph.tensor(op.inputs[0]);
+    const int64_t elements = out.rows() * logits.shape.back();
+    return {elements * dtype_bytes(logits.dtype), out.rows() * 4, elements};
+  }
+};
+
+}  // namespace
+
+void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
+  kinds.push_back(std::make_unique<Embedding>());
+  kinds.push_back(std::make_unique<RmsNorm>());
+  kinds.push_back(std::make_unique<Linear>("linear"));
+  kinds.push_back(std::make_unique<QkNorm>());
+  kinds.push_back(std::make_unique<Rope>());
+  kinds.push_back(std::make_unique<KvAppend>());
+  kinds.push_back(std::make_unique<Attention>());
+  kinds.push_back(std::make_unique<SiluMul>());
+  kinds.push_back(std::make_unique<ResidualAdd>());
+  kinds.push_back(std::make_unique<Linear>("lm-head"));
+  kinds.push_back(std::make_unique<Argmax>());
+}
+
+}  // namespace megacut::model

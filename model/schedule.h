@@ -1,0 +1,35 @@
+// The static megakernel schedule: which task of an `mk` region runs on which queue (one queue
+// per CTA of the persistent launch), in what order.
+//
+// One function, used by both the simulator and the executor, so the simulator models exactly
+// the schedule that runs. Tasks are placed in global order (op, then tile), each on the queue
+// that frees up first under a rough cost estimate, starting no earlier than its inputs are
+// estimated to be ready. Because every dependency points to an earlier task in that order, a
+// task never waits for one placed after it in its own queue, and the region cannot deadlock
+// as long as all its CTAs are resident at once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/graph.h"
+
+namespace megacut::model {
+
+struct Schedule {
+  int op_begin = 0;
+  int op_end = 0;
+  std::vector<std::vector<TaskId>> queues;  // per queue, task ids in run order
+
+  int queue_count() const { return static_cast<int>(queues.size()); }
+  int64_t task_count() const;
+};
+
+// The schedule of ops [op_begin, op_end) of `graph` over `queues` queues. Deterministic.
+Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues);
+
+// Rough task cost in nanoseconds, used only to balance queues: the simulator uses measured
+// costs. Exposed so tests can reason about the placement.
+int64_t schedule_cost_estimate_ns(const TileCost& cost);
+
+}  // namespace megacut::model

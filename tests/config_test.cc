@@ -1,0 +1,131 @@
+// Bad model configs give an error naming the file and the field, never a crash.
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/decoder.h"
+#include "model/error.h"
+
+namespace megacut::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("megacut-config-test-" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    base_ = read_json_file(configs_dir() / "models" / "tiny-llama" / "config.json");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes `text` as config.json and returns the error message load_model gives.
+  std::string error_for(const std::string& text) {
+    std::ofstream(dir_ / "config.json") << text;
+    try {
+      load_model(dir_.string());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::string error_with(const std::string& field, const nlohmann::json& value) {
+    nlohmann::json j = base_;
+    if (value.is_discarded()) {
+      j.erase(field);
+    } else {
+      j[field] = value;
+    }
+    return error_for(j.dump());
+  }
+
+  fs::path dir_;
+  nlohmann::json base_;
+};
+
+TEST_F(ConfigTest, LoadsFromDirectoryLikeACheckpoint) {
+  std::ofstream(dir_ / "config.json") << base_.dump();
+  const ModelSpec spec = load_model(dir_.string());
+  EXPECT_EQ(spec.decoder.hidden_size, 64);
+  EXPECT_EQ(spec.config_path, dir_ / "config.json");
+  EXPECT_EQ(load_model((dir_ / "config.json").string()).decoder.num_layers, 2);
+}
+
+TEST_F(ConfigTest, MalformedJson) {
+  const std::string e = error_for("{\"hidden_size\": 64,");
+  EXPECT_NE(e.find("config.json: not valid JSON"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, MissingField) {
+  const std::string e = error_with("hidden_size", nlohmann::json::value_t::discarded);
+  EXPECT_NE(e.find("field 'hidden_size': missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("config.json"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, MistypedField) {
+  const std::string e = error_with("num_hidden_layers", "sixteen");
+  EXPECT_NE(e.find("field 'num_hidden_layers': expected a positive integer, got \"sixteen\""),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(ConfigTest, NegativeSize) {
+  const std::string e = error_with("intermediate_size", -3);
+  EXPECT_NE(e.find("field 'intermediate_size'"), std::string::npos) << e;
+  EXPECT_NE(e.find("-3"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, UnknownArchitecture) {
+  const std::string e = error_with("model_type", "mamba");
+  EXPECT_NE(e.find("field 'model_type': 'mamba' is not supported"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, HeadsMustGroup) {
+  const std::string e = error_with("num_key_value_heads", 3);
+  EXPECT_NE(e.find("field 'num_key_value_heads'"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, BadRopeScaling) {
+  nlohmann::json j = base_;
+  j["rope_scaling"]["rope_type"] = "yarn";
+  const std::string e = error_for(j.dump());
+  EXPECT_NE(e.find("rope_scaling.rope_type"), std::string::npos) << e;
+}
+
+TEST_F(ConfigTest, TopLevelNotAnObject) {
+  EXPECT_NE(error_for("[1, 2]").find("expected a JSON object"), std::string::npos);
+}
+
+TEST_F(ConfigTest, UnknownModelNameListsBundledOnes) {
+  try {
+    load_model("llama-9000");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("llama-3.2-1b"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ConfigTest, BundledConfigsAllLoad) {
+  const auto names = bundled_models();
+  EXPECT_GE(names.size(), 4u);
+  for (const std::string& name : names) EXPECT_NO_THROW(load_model(name)) << name;
+}
+
+TEST_F(ConfigTest, ScenarioRejectsBadSizes) {
+  const ModelSpec spec = load_model("tiny-llama");
+  EXPECT_THROW(make_scenario(spec, 0, 128), Error);
+  EXPECT_THROW(make_scenario(spec, 1, -5), Error);
+  EXPECT_THROW(make_scenario(spec, 1, 1024), Error);  // no room for a decoded token
+  EXPECT_THROW(build_graph(spec, make_scenario(spec, 1, 8), "verify"), Error);
+}
+
+}  // namespace
+}  // namespace megacut::model

@@ -1,0 +1,160 @@
+// The model IR against published parameter counts and closed-form byte and FLOP totals, and
+// the structural invariants of every tile graph.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "model/decoder.h"
+#include "model/error.h"
+
+namespace megacut::model {
+namespace {
+
+Graph stage_graph(const std::string& model, const std::string& stage, int64_t batch,
+                  int64_t prompt_len = kDefaultPromptLen) {
+  const ModelSpec spec = load_model(model);
+  return build_graph(spec, make_scenario(spec, batch, prompt_len), stage);
+}
+
+TEST(ModelTest, LlamaParameterCountMatchesPublishedModel) {
+  // Llama-3.2-1B with tied embeddings: 1,235,814,400 parameters, 2.47 GB in bf16.
+  const Graph g = stage_graph("llama-3.2-1b", "decode", 1);
+  EXPECT_EQ(g.parameter_count(), 1'235'814'400);
+  EXPECT_NEAR(g.parameter_bytes() / 1e9, 2.47, 0.0247);
+}
+
+TEST(ModelTest, Qwen3ParameterCountMatchesPublishedModel) {
+  // Qwen3-0.6B with tied embeddings: 596,049,920 parameters (q/k norms included).
+  const Graph g = stage_graph("qwen3-0.6b", "decode", 1);
+  EXPECT_EQ(g.parameter_count(), 596'049'920);
+}
+
+TEST(ModelTest, OpCountsPerLayer) {
+  // Llama: 12 ops per layer, Qwen3 13 (qk-norm); plus embedding, final norm, lm-head, argmax.
+  EXPECT_EQ(stage_graph("llama-3.2-1b", "decode", 1).op_count(), 16 * 12 + 4);
+  EXPECT_EQ(stage_graph("qwen3-0.6b", "prefill", 2).op_count(), 28 * 13 + 4);
+}
+
+// Closed forms for a decode step at batch B with context P + 1: every linear weight is read
+// once (one row tile), linear FLOPs are 2 B per weight element, attention scores (P + 1) keys
+// for each of B * heads queries at 4 head_dim FLOPs per key.
+class DecodeClosedForm : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+
+TEST_P(DecodeClosedForm, LinearAndAttentionTotals) {
+  const auto& [name, batch] = GetParam();
+  const ModelSpec spec = load_model(name);
+  const DecoderConfig& c = spec.decoder;
+  const Graph g = build_graph(spec, make_scenario(spec, batch, 128), "decode");
+  const int64_t per_layer_weights =
+      c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
+      c.num_heads * c.head_dim * c.hidden_size + 3 * c.hidden_size * c.intermediate_size;
+  const int64_t linear_weights = c.num_layers * per_layer_weights + c.vocab_size * c.hidden_size;
+  int64_t linear_flops = 0, linear_weight_bytes = 0, attention_flops = 0;
+  for (const Op& op : g.ops()) {
+    const TileCost cost = g.op_cost(op.index);
+    const std::string_view kind = op.kind->name();
+    if (kind == "linear" || kind == "lm-head") {
+      linear_flops += cost.flops;
+      const int64_t k = g.tensor(op.inputs[0]).shape.back();
+      // Reads: activations (rows x K per tile) plus the weight slice (cols x K per tile).
+      linear_weight_bytes += cost.bytes_read - op.tiling.col_tiles() * batch * k * 2;
+    }
+    if (kind == "attention") attention_flops += cost.flops;
+  }
+  EXPECT_EQ(linear_flops, 2 * batch * linear_weights);
+  EXPECT_EQ(linear_weight_bytes, 2 * linear_weights);
+  EXPECT_EQ(attention_flops, c.num_layers * 4 * batch * c.num_heads * c.head_dim * (128 + 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DecodeClosedForm,
+                         ::testing::Combine(::testing::Values("llama-3.2-1b", "qwen3-0.6b",
+                                                              "tiny-llama", "tiny-qwen3"),
+                                            ::testing::Values(1, 3, 8, 32)));
+
+TEST(ModelTest, PrefillCausalAttentionFlops) {
+  // Causal prefill of P tokens: query at position p scores p + 1 keys, so sum = P (P + 1) / 2
+  // per head and sequence.
+  const ModelSpec spec = load_model("tiny-qwen3");
+  const DecoderConfig& c = spec.decoder;
+  const int64_t batch = 3, p = 37;
+  const Graph g = build_graph(spec, make_scenario(spec, batch, p), "prefill");
+  int64_t flops = 0;
+  for (const Op& op : g.ops()) {
+    if (op.kind->name() == "attention") flops += g.op_cost(op.index).flops;
+  }
+  EXPECT_EQ(flops, c.num_layers * batch * c.num_heads * 4 * c.head_dim * p * (p + 1) / 2);
+}
+
+class GraphInvariants
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string, int64_t>> {};
+
+TEST_P(GraphInvariants, EdgesAreValidAndOrderIsTopological) {
+  const auto& [name, stage, batch] = GetParam();
+  const Graph g = stage_graph(name, stage, batch, 19);
+  for (TaskId id = 0; id < g.task_count(); ++id) {
+    const TaskRef self = g.task(id);
+    ASSERT_LT(self.tile, g.op(self.op).tiling.count());
+    for (TaskId dep : g.task_deps(id)) {
+      ASSERT_GE(dep, 0);
+      ASSERT_LT(dep, id) << "edge against execution order into " << g.op(self.op).name;
+      ASSERT_LT(g.task(dep).op, self.op);
+    }
+  }
+  // Every op that reads an activation produced in the stage has at least one edge per tile.
+  for (const Op& op : g.ops()) {
+    bool has_producer = false;
+    for (int in : op.inputs) has_producer = has_producer || g.producer(in) >= 0;
+    if (!has_producer) continue;
+    for (int64_t t = 0; t < op.tiling.count(); ++t) {
+      EXPECT_FALSE(g.task_deps(g.task_id(op.index, t)).empty()) << op.name << " tile " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, GraphInvariants,
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3"),
+                                            ::testing::Values("prefill", "decode"),
+                                            ::testing::Values(1, 3, 8)));
+
+TEST(ModelTest, AttentionPrefillDependsOnlyOnEarlierKeysOfItsSequence) {
+  // Prefill P = 8 in one tile of 8 query rows per sequence: tile of sequence 1 must depend on
+  // kv-append rows 8..15 only.
+  const Graph g = stage_graph("tiny-llama", "prefill", 2, 8);
+  for (const Op& op : g.ops()) {
+    if (op.kind->name() != "attention") continue;
+    const int kv_op = g.producer(op.inputs[1]);
+    const Tiling& kv = g.op(kv_op).tiling;
+    for (int64_t t = 0; t < op.tiling.count(); ++t) {
+      const Box out = op.tiling.tile_box(t);
+      for (TaskId dep : g.task_deps(g.task_id(op.index, t))) {
+        const TaskRef ref = g.task(dep);
+        if (ref.op != kv_op) continue;
+        const Box in = kv.tile_box(ref.tile);
+        EXPECT_GE(in.row_end, out.row_begin - (out.row_begin % 8) + 1);
+        EXPECT_LE(in.row_begin, out.row_end - 1);
+        EXPECT_EQ(in.row_begin / 8, out.row_begin / 8) << "crosses sequences";
+      }
+    }
+    break;
+  }
+}
+
+TEST(ModelTest, TaskLookupRoundTrips) {
+  const Graph g = stage_graph("tiny-qwen3", "prefill", 2, 16);
+  for (TaskId id = 0; id < g.task_count(); ++id) {
+    const TaskRef ref = g.task(id);
+    ASSERT_EQ(g.task_id(ref.op, ref.tile), id);
+  }
+}
+
+TEST(ModelTest, OpKindRegistryKnowsEveryBuiltinKind) {
+  for (const char* kind : {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append",
+                           "attention", "silu-mul", "residual-add", "lm-head", "argmax"}) {
+    EXPECT_NE(find_op_kind(kind), nullptr) << kind;
+  }
+  EXPECT_EQ(find_op_kind("conv1d-but-not-registered"), nullptr);
+  EXPECT_THROW(op_kind("nope"), Error);
+}
+
+}  // namespace
+}  // namespace megacut::model
