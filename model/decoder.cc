@@ -27,16 +27,29 @@ namespace {
 constexpr int64_t kFewRows = 64;
 constexpr int64_t kGemvCols = 16;
 constexpr int64_t kLmHeadGemvCols = 64;
-constexpr int64_t kGemmTile = 128;
+constexpr int64_t kGemmTileRows = 128;
+constexpr int64_t kGemmMaxTileCols = 128;
+constexpr int64_t kGemmTargetTiles = 256;
 constexpr int64_t kRowOpTargetTiles = 128;
 constexpr int64_t kElementwiseCols = 512;
+constexpr int64_t kElementwiseMinElements = 8192;
+constexpr int64_t kHeadOpMinElements = 4096;
 constexpr int64_t kAttentionQueryRows = 64;
 
 int64_t row_op_rows(int64_t rows) { return (rows + kRowOpTargetTiles - 1) / kRowOpTargetTiles; }
 
+// With many rows, 128-row tiles whose width is the widest of 128, 64, 32, 16 that still gives
+// kGemmTargetTiles tiles: a short prompt at batch 1 has one row tile, and wide tiles would
+// leave most SMs idle.
 Tiling linear_tiling(int64_t rows, int64_t cols, bool lm_head) {
   if (rows <= kFewRows) return {rows, cols, rows, lm_head ? kLmHeadGemvCols : kGemvCols};
-  return {rows, cols, kGemmTile, kGemmTile};
+  const int64_t row_tiles = (rows + kGemmTileRows - 1) / kGemmTileRows;
+  int64_t tile_cols = kGemmMaxTileCols;
+  while (tile_cols > kGemvCols &&
+         row_tiles * ((cols + tile_cols - 1) / tile_cols) < kGemmTargetTiles) {
+    tile_cols /= 2;
+  }
+  return {rows, cols, kGemmTileRows, tile_cols};
 }
 
 // Query rows per attention tile: the largest divisor of seq_len up to 64, so no tile spans
@@ -105,17 +118,17 @@ class DecoderBuilder {
       add(n + "attn.qk_norm", "qk-norm", {qkv},
           {weight(w + "self_attn.q_norm.weight", {hd}),
            weight(w + "self_attn.k_norm.weight", {hd})},
-          rope_in, row_tiling((nh + nkv) * hd, hd), a);
+          rope_in, head_tiling((nh + nkv) * hd), a);
     }
     const int rotated = activation(n + "rope", (nh + nkv) * hd);
-    add(n + "attn.rope", "rope", {rope_in}, {}, rotated, row_tiling((nh + nkv) * hd, hd),
+    add(n + "attn.rope", "rope", {rope_in}, {}, rotated, head_tiling((nh + nkv) * hd),
         rope_attrs(heads));
 
     const int cache = g_.add_tensor({n + "kv_cache",
                                      TensorRole::state,
                                      DType::bf16,
                                      {batch_, stage_.past_len + stage_.seq_len, 2 * nkv * hd}});
-    add(n + "attn.kv_append", "kv-append", {rotated, qkv}, {}, cache, row_tiling(2 * nkv * hd, hd),
+    add(n + "attn.kv_append", "kv-append", {rotated, qkv}, {}, cache, head_tiling(2 * nkv * hd),
         heads);
 
     const int attn = activation(n + "attn", nh * hd);
@@ -166,12 +179,19 @@ class DecoderBuilder {
     return g_.add_tensor({name, TensorRole::activation, DType::bf16, {rows_, cols}});
   }
 
-  Tiling row_tiling(int64_t cols, int64_t tile_cols) const {
-    return {rows_, cols, row_op_rows(rows_), tile_cols};
+  // Row-wise ops: about kRowOpTargetTiles row blocks, but at least `min_elements` per tile so
+  // a task is worth scheduling.
+  Tiling row_tiling(int64_t cols, int64_t tile_cols, int64_t min_elements = 0) const {
+    const int64_t rows = std::max(row_op_rows(rows_), (min_elements + tile_cols - 1) / tile_cols);
+    return {rows_, cols, std::min(rows, rows_), tile_cols};
+  }
+
+  Tiling head_tiling(int64_t cols) const {
+    return row_tiling(cols, c_.head_dim, kHeadOpMinElements);
   }
 
   Tiling elementwise_tiling(int64_t cols) const {
-    return row_tiling(cols, std::min(cols, kElementwiseCols));
+    return row_tiling(cols, std::min(cols, kElementwiseCols), kElementwiseMinElements);
   }
 
   void add(const std::string& name, std::string_view kind, std::vector<int> inputs,
