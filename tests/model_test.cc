@@ -116,26 +116,36 @@ INSTANTIATE_TEST_SUITE_P(Stages, GraphInvariants,
                                             ::testing::Values("prefill", "decode"),
                                             ::testing::Values(1, 3, 8)));
 
-TEST(ModelTest, AttentionPrefillDependsOnlyOnEarlierKeysOfItsSequence) {
-  // Prefill P = 8 in one tile of 8 query rows per sequence: tile of sequence 1 must depend on
-  // kv-append rows 8..15 only.
-  const Graph g = stage_graph("tiny-llama", "prefill", 2, 8);
+TEST(ModelTest, AttentionPrefillDependsOnKeysOfItsSequenceUpToItself) {
+  // Prefill of P = 128 at batch 2: an attention tile of query rows [r0, r1) in sequence
+  // b = r0 / P reads new keys at rows [P b, r1) of kv-append's output, and nothing else of it.
+  // (Qwen3-0.6B's kv-append tiles are 32 rows, its attention tiles 64: causality shows.)
+  constexpr int64_t p = 128;
+  const Graph g = stage_graph("qwen3-0.6b", "prefill", 2, p);
   for (const Op& op : g.ops()) {
     if (op.kind->name() != "attention") continue;
     const int kv_op = g.producer(op.inputs[1]);
-    const Tiling& kv = g.op(kv_op).tiling;
+    const int q_op = g.producer(op.inputs[0]);
     for (int64_t t = 0; t < op.tiling.count(); ++t) {
       const Box out = op.tiling.tile_box(t);
-      for (TaskId dep : g.task_deps(g.task_id(op.index, t))) {
-        const TaskRef ref = g.task(dep);
-        if (ref.op != kv_op) continue;
-        const Box in = kv.tile_box(ref.tile);
-        EXPECT_GE(in.row_end, out.row_begin - (out.row_begin % 8) + 1);
-        EXPECT_LE(in.row_begin, out.row_end - 1);
-        EXPECT_EQ(in.row_begin / 8, out.row_begin / 8) << "crosses sequences";
+      const int64_t head_dim = op.attrs.i("head_dim");
+      const int64_t kv_head =
+          out.col_begin / (op.attrs.i("heads") / op.attrs.i("kv_heads")) / head_dim;
+      const int64_t kv_cols = op.attrs.i("kv_heads") * head_dim;
+      const int64_t first_row = out.row_begin / p * p;
+      std::set<TaskId> expected;
+      for (int64_t col : {kv_head * head_dim, kv_cols + kv_head * head_dim}) {
+        for (int64_t tile : g.op(kv_op).tiling.tiles_overlapping(
+                 Box{first_row, out.row_end, col, col + head_dim})) {
+          expected.insert(g.task_id(kv_op, tile));
+        }
       }
+      for (int64_t tile : g.op(q_op).tiling.tiles_overlapping(out)) {
+        expected.insert(g.task_id(q_op, tile));
+      }
+      const std::vector<TaskId> deps = g.task_deps(g.task_id(op.index, t));
+      EXPECT_EQ(std::set<TaskId>(deps.begin(), deps.end()), expected) << op.name << " tile " << t;
     }
-    break;
   }
 }
 
