@@ -7,5 +7,6 @@ namespace megacut::app {
 
 void add_models_command(CLI::App& root);
 void add_graph_command(CLI::App& root);
+void add_simulate_command(CLI::App& root);
 
 }  // namespace megacut::app

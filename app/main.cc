@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   megacut::app::add_models_command(app);
   megacut::app::add_graph_command(app);
+  megacut::app::add_simulate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

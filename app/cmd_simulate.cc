@@ -1,0 +1,169 @@
+// megacut simulate: a composition's predicted TTFO and decode step from a profile, with the
+// per-stage and per-region breakdown, the critical path and per-SM utilization.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/format.h"
+#include "model/composition.h"
+#include "model/error.h"
+#include "simulator/profile.h"
+#include "simulator/simulator.h"
+#include "simulator/trace.h"
+
+namespace megacut::app {
+namespace {
+
+using simulator::TimeNs;
+
+struct SimulateOptions {
+  std::string profile;
+  int64_t batch = 1;
+  std::string composition = "conv";
+  std::string json_path;
+  std::string trace_path;
+  bool allow_interpolate = false;
+  bool pdl = false;
+};
+
+std::string format_ns(TimeNs ns) {
+  char text[32];
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
+  } else if (ns >= 1'000) {
+    std::snprintf(text, sizeof text, "%.1f µs", v / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%lld ns", static_cast<long long>(ns));
+  }
+  return text;
+}
+
+// Right-aligns `text` in `width` columns, counting UTF-8 characters (µ is two bytes).
+std::string right(const std::string& text, size_t width) {
+  size_t columns = 0;
+  for (unsigned char c : text) columns += (c & 0xC0) != 0x80;
+  return std::string(width > columns ? width - columns : 0, ' ') + text;
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out || !(out << doc.dump(1) << "\n")) throw Error(path + ": cannot write file");
+}
+
+// The text form, or a composition JSON file ("megacut.composition/1").
+model::Composition read_composition(const std::string& text,
+                                    const std::vector<model::StageShape>& shapes) {
+  if (text.ends_with(".json") && std::filesystem::exists(text)) {
+    return model::composition_from_json(model::read_json_file(text), shapes, text);
+  }
+  return model::parse_composition(text, shapes);
+}
+
+void print_stage(const simulator::StagePrediction& s, const simulator::Prediction& p,
+                 std::optional<TimeNs> replay_ns) {
+  std::printf("\nstage %s: %s", s.stage.c_str(), format_ns(s.time_ns).c_str());
+  if (s.measured_conv_graph_ns && replay_ns) {
+    const double error = 100.0 * static_cast<double>(*replay_ns - *s.measured_conv_graph_ns) /
+                         static_cast<double>(*s.measured_conv_graph_ns);
+    std::printf("   (replay check: all-conv simulated %s, measured %s, %+.1f%%)",
+                format_ns(*replay_ns).c_str(), format_ns(*s.measured_conv_graph_ns).c_str(), error);
+  }
+  std::printf("\n  %-14s %-12s %10s %10s %10s %10s %10s %7s %7s %7s\n", "region", "before", "time",
+              "gap", "launch", "work", "drain", "kernels", "tasks", "SM use");
+  for (const auto& r : s.regions) {
+    TimeNs busy = 0;
+    for (TimeNs b : r->sm_busy_ns) busy += b;
+    const std::string name = std::string(model::region_kind_name(r->region.kind)) + "[" +
+                             std::to_string(r->region.begin) + ":" + std::to_string(r->region.end) +
+                             "]";
+    std::printf("  %-14s %-12s %s %s %s %s %s %7lld %7lld %6.1f%%\n", name.c_str(),
+                std::string(simulator::boundary_name(r->before)).c_str(),
+                right(format_ns(r->time_ns), 10).c_str(), right(format_ns(r->gap_ns), 10).c_str(),
+                right(format_ns(r->launch_ns), 10).c_str(),
+                right(format_ns(r->work_ns), 10).c_str(), right(format_ns(r->drain_ns), 10).c_str(),
+                static_cast<long long>(r->kernels), static_cast<long long>(r->tasks),
+                100.0 * static_cast<double>(busy) /
+                    (static_cast<double>(std::max<TimeNs>(1, r->time_ns)) * p.sm_count));
+    if (r->config && !r->register_limited_ops.empty()) {
+      std::printf("  %-14s predicted %d threads, %d registers: %zu op(s) register-limited\n", "",
+                  r->config->threads, r->config->registers, r->register_limited_ops.size());
+    }
+  }
+  std::printf("  critical path: %s in kernels and tasks, %s in gaps, launches, drains and waits\n",
+              format_ns(s.path_work_ns).c_str(), format_ns(s.path_overhead_ns).c_str());
+  for (size_t i = 0; i < std::min<size_t>(5, s.path_by_op.size()); ++i) {
+    const auto& o = s.path_by_op[i];
+    std::printf("    %4d  %-28s %s  %5.1f%%  (%lld %s)\n", o.op, o.name.c_str(),
+                right(format_ns(o.time_ns), 10).c_str(),
+                100.0 * static_cast<double>(o.time_ns) / static_cast<double>(s.time_ns),
+                static_cast<long long>(o.steps),
+                o.steps == 1 ? "kernel or task" : "kernels or tasks");
+  }
+  const auto [lo, hi] = std::minmax_element(s.sm_utilization.begin(), s.sm_utilization.end());
+  double mean = 0;
+  for (double u : s.sm_utilization) mean += u;
+  mean /= static_cast<double>(std::max<size_t>(1, s.sm_utilization.size()));
+  std::printf("  SM utilization: mean %.1f%%, min %.1f%% (SM %td), max %.1f%% (SM %td)\n",
+              100 * mean, 100 * *lo, lo - s.sm_utilization.begin(), 100 * *hi,
+              hi - s.sm_utilization.begin());
+}
+
+void run(const SimulateOptions& opt) {
+  simulator::SimOptions options;
+  options.allow_interpolate = opt.allow_interpolate;
+  options.pdl = opt.pdl;
+  options.record_spans = !opt.trace_path.empty();
+  simulator::Simulator sim(simulator::read_profile(opt.profile), options);
+  const auto shapes = sim.stage_shapes(opt.batch);
+  const model::Composition composition = read_composition(opt.composition, shapes);
+  const simulator::Prediction p = sim.simulate(composition, opt.batch);
+  const simulator::Prediction replay =
+      sim.simulate(model::uniform_composition(shapes, model::RegionKind::conv), opt.batch);
+
+  std::printf("%s on %s (%d SMs) · batch %lld · prompt %lld\n", p.model.c_str(), p.device.c_str(),
+              p.sm_count, static_cast<long long>(p.batch), static_cast<long long>(p.prompt_len));
+  std::printf("composition: %s\n", p.composition.c_str());
+  for (const std::string& note : p.notes) std::printf("note: %s\n", note.c_str());
+  std::printf("\npredicted TTFO  %s\n", format_ns(p.ttfo_ns).c_str());
+  std::printf("decode step     %s\n", format_ns(p.decode_step_ns).c_str());
+  std::printf("throughput      %s outputs/s\n",
+              format_count(static_cast<int64_t>(std::llround(p.throughput_per_s))).c_str());
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    print_stage(p.stages[i], p, replay.stages[i].time_ns);
+  }
+  if (!opt.json_path.empty()) write_json(opt.json_path, simulator::prediction_to_json(p));
+  if (!opt.trace_path.empty()) {
+    std::ofstream out(opt.trace_path);
+    if (!out || !(out << simulator::trace_text(simulator::chrome_trace(p, sim)))) {
+      throw Error(opt.trace_path + ": cannot write file");
+    }
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& root) {
+  auto opt = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "simulate", "Predict a composition's TTFO and decode step from a profile");
+  cmd->add_option("--profile", opt->profile, "profile.json (megacut.profile/1)")->required();
+  cmd->add_option("--batch,-b", opt->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--composition,-c", opt->composition,
+                  "Composition text (e.g. 'prefill: conv; decode: mk[0:40] conv[40:]') or a "
+                  "composition JSON file")
+      ->capture_default_str();
+  cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/1) here");
+  cmd->add_option("--trace", opt->trace_path, "Write a Chrome trace of the simulated run here");
+  cmd->add_flag("--allow-interpolate", opt->allow_interpolate,
+                "Interpolate batch sizes between measured ones (linear in batch)");
+  cmd->add_flag("--pdl", opt->pdl,
+                "Region boundaries next to mk regions use Programmatic Dependent Launch");
+  cmd->callback([opt] { run(*opt); });
+}
+
+}  // namespace megacut::app

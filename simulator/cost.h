@@ -1,0 +1,46 @@
+// The cost model's rules, separate from the engine so each can be tested on its own:
+//  - task durations: from the standalone task benchmark (the op alone in a persistent region
+//    at 1, sm/4, sm/2 and sm CTAs), fit d(x) = solo + shared * x, where x is the number of
+//    tasks running at once (min(CTAs, tiles)). `solo` is time no other task can take away;
+//    `shared` * bandwidth is the bytes each task moves through the device's shared bandwidth.
+//    In the simulation those bytes share the bandwidth with every other task in flight, so
+//    the fit's own x tasks reproduce its measurement exactly, and any mix of ops contends;
+//  - region configuration: a region that was never built has no measured configuration, so
+//    predict it from its ops' standalone ones (the largest member decides) and charge ops
+//    that it gives fewer registers than they had alone.
+#pragma once
+
+#include <span>
+
+#include "simulator/profile.h"
+
+namespace megacut::simulator {
+
+struct TaskFit {
+  double solo_ns = 0;
+  double shared_ns = 0;     // per task running at once; bytes = shared_ns * bytes per ns
+  bool from_prior = false;  // the benchmark could not separate the terms (see below)
+  friend bool operator==(const TaskFit&, const TaskFit&) = default;
+};
+
+// Least squares (Eigen) over the points (x, d), both terms kept non-negative: a negative term
+// is set to 0 and the other refitted alone. With fewer than two distinct x (an op with one
+// tile, or one CTA count measured) the slope cannot be told from the intercept, so
+// `prior_shared_ns` (the tile's TileCost bytes at the device bandwidth) stands in for it.
+TaskFit fit_task_durations(std::span<const double> concurrency, std::span<const double> duration_ns,
+                           double prior_shared_ns);
+
+// The configuration a region built from these members gets: the most threads and the most
+// shared memory of any member, and the most registers per thread that the register file
+// allows at that block size (a multiple of 8, at most 255; one CTA per SM).
+RegionConfig predict_region_config(std::span<const RegionConfig> members, int64_t registers_per_sm);
+
+// How much slower an op's fixed time runs in `region` than in its standalone region: only
+// registers count. With fewer registers than it had alone, a tile body spills; we charge
+// standalone / region (a 168-register body given 128 runs 1.31x slower). More threads than the
+// body uses leave warps idle at its barriers (no cost); more shared memory is unused (no cost;
+// one CTA per SM either way). A first-order rule, to be calibrated against the configurations
+// the executor reports after compiling a region.
+double config_slowdown(const RegionConfig& standalone, const RegionConfig& region);
+
+}  // namespace megacut::simulator

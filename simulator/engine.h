@@ -1,0 +1,113 @@
+// The discrete-event engine: integer nanoseconds, events ordered by (time, insertion sequence)
+// so a run replays exactly (ns-3's EventKey), and resource models behind a two-method
+// interface (next event time, advance) so the loop never branches on one.
+//
+// A resource is anything whose state evolves continuously between events and produces
+// completions on its own: the shared device bandwidth below is one. At a time where both a
+// resource completion and queued events are due, the resources go first, in the order they
+// were added; their completions may queue events at the same time, which run after the ones
+// already queued.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace megacut::simulator {
+
+using TimeNs = int64_t;
+inline constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+// Receives events and resource completions. `payload` is the handler's own (an index, a
+// phase): no allocation per event.
+class EventHandler {
+ public:
+  virtual ~EventHandler() = default;
+  virtual void on_event(TimeNs now, int64_t payload) = 0;
+};
+
+class Resource {
+ public:
+  virtual ~Resource() = default;
+  // The earliest time at which the resource completes something on its own, or kNever.
+  virtual TimeNs next_event_time() const = 0;
+  // Moves the resource to `now` and reports every completion due at or before it; returns how
+  // many it reported (the engine counts them as events).
+  virtual int advance(TimeNs now) = 0;
+};
+
+class Engine {
+ public:
+  // Queues `handler->on_event(at, payload)`; `at` must not be in the past.
+  void schedule(TimeNs at, EventHandler* handler, int64_t payload);
+  // Resources are not owned; they must outlive run().
+  void add_resource(Resource* resource) { resources_.push_back(resource); }
+  // Runs until no event is queued and no resource has a completion pending.
+  void run();
+
+  TimeNs now() const { return now_; }
+  // Queued events run plus resource completions reported.
+  int64_t events_processed() const { return events_processed_; }
+
+ private:
+  struct Event {
+    TimeNs time;
+    uint64_t sequence;
+    EventHandler* handler;
+    int64_t payload;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.sequence > b.sequence;
+    }
+  };
+
+  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::vector<Resource*> resources_;
+  TimeNs now_ = 0;
+  uint64_t sequence_ = 0;
+  int64_t events_processed_ = 0;
+};
+
+// Device memory bandwidth as a fluid processor-sharing resource: every transfer in progress
+// gets an equal share of `bytes_per_ns`. Kept in virtual time (bytes served to each transfer
+// so far), so a join or a completion costs O(log n), not O(n).
+class SharedBandwidth final : public Resource {
+ public:
+  explicit SharedBandwidth(double bytes_per_ns);
+
+  // Starts moving `bytes` (> 0) at `now`; `done->on_event(t, payload)` when the last byte is
+  // through. `now` must not precede the last advance.
+  void start(TimeNs now, double bytes, EventHandler* done, int64_t payload);
+  int active() const { return static_cast<int>(heap_.size()); }
+  double bytes_per_ns() const { return bytes_per_ns_; }
+
+  TimeNs next_event_time() const override;
+  int advance(TimeNs now) override;
+
+ private:
+  struct Transfer {
+    double finish;  // virtual time at which it completes
+    uint64_t sequence;
+    EventHandler* done;
+    int64_t payload;
+  };
+  struct Later {
+    bool operator()(const Transfer& a, const Transfer& b) const {
+      return a.finish != b.finish ? a.finish > b.finish : a.sequence > b.sequence;
+    }
+  };
+
+  // Time at which the first transfer completes if nothing joins before.
+  TimeNs first_completion() const;
+  void move_to(TimeNs now);
+
+  double bytes_per_ns_;
+  double virtual_bytes_ = 0;  // bytes served to each transfer in progress since the start
+  TimeNs last_ = 0;
+  uint64_t sequence_ = 0;
+  std::vector<Transfer> heap_;
+};
+
+}  // namespace megacut::simulator

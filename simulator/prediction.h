@@ -1,0 +1,97 @@
+// What the simulator predicts: per region, per stage, and for the scenario (TTFO, decode step,
+// throughput), with the critical path and per-SM utilization; JSON form
+// "megacut.prediction/1".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/composition.h"
+#include "simulator/megakernel.h"
+#include "simulator/profile.h"
+
+namespace megacut::simulator {
+
+inline constexpr std::string_view kPredictionSchema = "megacut.prediction/1";
+
+// What ran before a region's first kernel: it decides the launch gap the region pays.
+enum class Boundary { stage_start, after_conv, after_mk };
+std::string_view boundary_name(Boundary boundary);
+
+// One region simulated on its own, from its boundary (the previous region's end) to its end.
+// Times inside are relative to that boundary.
+struct RegionResult {
+  std::string stage;
+  int64_t batch = 0;
+  model::Region region;
+  Boundary before = Boundary::stage_start;
+
+  TimeNs time_ns = 0;    // gap + launch + work + drain
+  TimeNs gap_ns = 0;     // the launch gap before its first kernel
+  TimeNs launch_ns = 0;  // mk: kernel start to first task start
+  TimeNs work_ns = 0;    // conv: first kernel start to last kernel end; mk: tasks
+  TimeNs drain_ns = 0;   // mk: last task end to kernel end
+  int64_t kernels = 0;
+  int64_t tasks = 0;                      // mk only
+  std::optional<RegionConfig> config;     // mk: the predicted configuration
+  std::vector<int> register_limited_ops;  // mk: ops the configuration slows down
+  std::vector<TimeNs> sm_busy_ns;         // per SM; conv kernels are spread over min(grid, SMs)
+  std::vector<PathStep> critical_path;
+  std::vector<Span> spans;  // only when the simulator records spans
+  int64_t events = 0;       // engine events (mk)
+};
+
+struct OpOnPath {
+  int op = 0;
+  std::string name;
+  TimeNs time_ns = 0;  // time of its kernels or tasks on the critical path
+  int64_t steps = 0;
+};
+
+struct StagePrediction {
+  std::string stage;
+  int64_t runs_to_first_output = 0;
+  int64_t outputs_per_run = 0;
+  TimeNs time_ns = 0;
+  std::vector<std::shared_ptr<const RegionResult>> regions;
+  std::vector<TimeNs> region_start_ns;
+  std::vector<PathStep> critical_path;           // stage time line
+  TimeNs path_work_ns = 0;                       // kernels and tasks on the path
+  TimeNs path_overhead_ns = 0;                   // gaps, launches, drains and waits on the path
+  std::vector<OpOnPath> path_by_op;              // ops by time on the path, longest first
+  std::vector<double> sm_utilization;            // per SM: busy time / stage time
+  std::optional<TimeNs> measured_conv_graph_ns;  // the profile's all-conv graph (replay check)
+  std::vector<std::string> op_names;
+};
+
+struct Interpolation {
+  int64_t batch = 0;
+  int64_t lower = 0;
+  int64_t upper = 0;
+};
+
+struct Prediction {
+  std::string model;
+  std::string device;
+  int sm_count = 0;
+  int64_t batch = 0;
+  int64_t prompt_len = 0;
+  std::string composition;  // canonical text
+  std::vector<StagePrediction> stages;
+  TimeNs ttfo_ns = 0;           // sum over stages of runs_to_first_output x stage time
+  TimeNs decode_step_ns = 0;    // stages that produce outputs, one run each
+  double throughput_per_s = 0;  // batch x outputs per run / decode step
+  std::optional<Interpolation> interpolated;
+  std::vector<std::string> notes;
+
+  const StagePrediction& stage(std::string_view name) const;
+};
+
+// The prediction without spans (the trace holds those).
+nlohmann::json prediction_to_json(const Prediction& prediction);
+
+}  // namespace megacut::simulator

@@ -1,0 +1,334 @@
+#include "simulator/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "model/config.h"
+#include "model/error.h"
+
+namespace megacut::simulator {
+namespace {
+
+using nlohmann::json;
+
+// One value of the document and its path from the root, so that every error names the field:
+// "batches[2].stages[0].ops[17].conv".
+class Node {
+ public:
+  Node(const json& value, std::string path, const std::string& file)
+      : value_(value), path_(std::move(path)), file_(file) {}
+
+  const json& value() const { return value_; }
+  const std::string& path() const { return path_; }
+
+  bool has(std::string_view key) const {
+    return value_.is_object() && value_.contains(key) && !value_.at(std::string(key)).is_null();
+  }
+
+  Node at(std::string_view key) const {
+    object();
+    if (!has(key)) throw_field_error(file_, child(key), "missing");
+    return Node(value_.at(std::string(key)), child(key), file_);
+  }
+
+  std::vector<Node> list() const {
+    if (!value_.is_array()) fail("expected a list, got " + brief());
+    std::vector<Node> items;
+    for (size_t i = 0; i < value_.size(); ++i) {
+      items.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
+    }
+    return items;
+  }
+
+  void object() const {
+    if (!value_.is_object()) fail("expected an object, got " + brief());
+  }
+
+  std::string string() const {
+    if (!value_.is_string()) fail("expected a string, got " + brief());
+    return value_.get<std::string>();
+  }
+
+  int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) const {
+    if (!value_.is_number_integer()) fail("expected an integer, got " + brief());
+    const int64_t v = value_.get<int64_t>();
+    if (v < min || v > max) {
+      fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+           "], got " + std::to_string(v));
+    }
+    return v;
+  }
+
+  double positive_number() const {
+    if (!value_.is_number() || !std::isfinite(value_.get<double>()) || value_.get<double>() <= 0) {
+      fail("expected a positive number, got " + brief());
+    }
+    return value_.get<double>();
+  }
+
+  // Latency statistics in nanoseconds.
+  LatencyStats stats_ns() const {
+    LatencyStats s = model::stats_from_json(value_, file_, path_);
+    if (s.unit != "ns")
+      throw_field_error(file_, path_ + ".unit", "expected \"ns\", got \"" + s.unit + "\"");
+    return s;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw_field_error(file_, path_, what); }
+
+ private:
+  std::string child(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  std::string brief() const {
+    std::string text = value_.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return text;
+  }
+
+  const json& value_;
+  std::string path_;
+  const std::string& file_;
+};
+
+constexpr int kMaxInt = std::numeric_limits<int>::max();
+
+json launch_to_json(const LaunchConfig& c) {
+  return {{"grid", c.grid},
+          {"block", c.block},
+          {"registers", c.registers},
+          {"smem_bytes", c.smem_bytes}};
+}
+
+std::array<int64_t, 3> dims(const Node& n) {
+  const std::vector<Node> items = n.list();
+  if (items.size() != 3) n.fail("expected [x, y, z]");
+  return {items[0].integer(1), items[1].integer(1), items[2].integer(1)};
+}
+
+LaunchConfig launch_from(const Node& n) {
+  LaunchConfig c;
+  c.grid = dims(n.at("grid"));
+  c.block = dims(n.at("block"));
+  c.registers = static_cast<int>(n.at("registers").integer(0, 255));
+  c.smem_bytes = n.at("smem_bytes").integer(0);
+  return c;
+}
+
+json region_config_to_json(const RegionConfig& c) {
+  return {{"threads", c.threads}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}};
+}
+
+RegionConfig region_config_from(const Node& n) {
+  RegionConfig c;
+  c.threads = static_cast<int>(n.at("threads").integer(1, 1024));
+  c.registers = static_cast<int>(n.at("registers").integer(1, 255));
+  c.smem_bytes = n.at("smem_bytes").integer(0);
+  return c;
+}
+
+json op_to_json(const OpProfile& op) {
+  json j = {{"index", op.index}, {"name", op.name}, {"kind", op.kind}};
+  if (op.conv) {
+    json conv = {{"kernel", op.conv->kernel},
+                 {"provider", op.conv->provider},
+                 {"duration_ns", model::stats_to_json(op.conv->duration_ns)},
+                 {"launch", launch_to_json(op.conv->launch)}};
+    if (op.conv->gap_to_next_ns)
+      conv["gap_to_next_ns"] = model::stats_to_json(*op.conv->gap_to_next_ns);
+    j["conv"] = conv;
+  }
+  if (op.task_region) j["task_region"] = region_config_to_json(*op.task_region);
+  if (!op.tasks.empty()) {
+    json tasks = json::array();
+    for (const TaskBenchmark& t : op.tasks) {
+      tasks.push_back({{"ctas", t.ctas}, {"duration_ns", model::stats_to_json(t.duration_ns)}});
+    }
+    j["tasks"] = tasks;
+  }
+  return j;
+}
+
+OpProfile op_from(const Node& n, int sm_count) {
+  OpProfile op;
+  op.index = static_cast<int>(n.at("index").integer(0, kMaxInt));
+  op.name = n.at("name").string();
+  op.kind = n.at("kind").string();
+  if (n.has("conv")) {
+    const Node c = n.at("conv");
+    ConvKernel k;
+    k.kernel = c.at("kernel").string();
+    if (c.has("provider")) {
+      k.provider = c.at("provider").string();
+      if (k.provider != "ours" && k.provider != "cublas") {
+        c.at("provider").fail("expected \"ours\" or \"cublas\", got \"" + k.provider + "\"");
+      }
+    }
+    k.duration_ns = c.at("duration_ns").stats_ns();
+    // Absent for the stage's last op; the simulator says so if an absent gap is needed.
+    if (c.has("gap_to_next_ns")) k.gap_to_next_ns = c.at("gap_to_next_ns").stats_ns();
+    k.launch = launch_from(c.at("launch"));
+    op.conv = std::move(k);
+  }
+  if (n.has("tasks")) {
+    const std::vector<Node> tasks = n.at("tasks").list();
+    if (tasks.empty()) n.at("tasks").fail("expected at least one CTA count (or leave it out)");
+    for (const Node& t : tasks) {
+      TaskBenchmark b;
+      b.ctas = static_cast<int>(t.at("ctas").integer(1, sm_count));
+      if (!op.tasks.empty() && b.ctas <= op.tasks.back().ctas) {
+        t.at("ctas").fail("CTA counts must increase");
+      }
+      b.duration_ns = t.at("duration_ns").stats_ns();
+      op.tasks.push_back(std::move(b));
+    }
+    op.task_region = region_config_from(n.at("task_region"));
+  } else if (n.has("task_region")) {
+    op.task_region = region_config_from(n.at("task_region"));
+  }
+  return op;
+}
+
+json stats_or_null(const std::optional<LatencyStats>& s) {
+  return s ? model::stats_to_json(*s) : json(nullptr);
+}
+
+}  // namespace
+
+const OpProfile* StageProfile::op(int index) const {
+  const auto it = std::lower_bound(ops.begin(), ops.end(), index,
+                                   [](const OpProfile& op, int i) { return op.index < i; });
+  return it != ops.end() && it->index == index ? &*it : nullptr;
+}
+
+const StageProfile* BatchProfile::stage(std::string_view name) const {
+  for (const StageProfile& s : stages) {
+    if (s.stage == name) return &s;
+  }
+  return nullptr;
+}
+
+const BatchProfile* Profile::batch(int64_t b) const {
+  for (const BatchProfile& p : batches) {
+    if (p.batch == b) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> Profile::batch_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const BatchProfile& p : batches) sizes.push_back(p.batch);
+  return sizes;
+}
+
+bool Profile::same_content(const Profile& other) const {
+  return profile_to_json(*this) == profile_to_json(other);
+}
+
+json profile_to_json(const Profile& p) {
+  const MicroBenchmarks& m = p.micro;
+  json batches = json::array();
+  for (const BatchProfile& b : p.batches) {
+    json stages = json::array();
+    for (const StageProfile& s : b.stages) {
+      json ops = json::array();
+      for (const OpProfile& op : s.ops) ops.push_back(op_to_json(op));
+      stages.push_back({{"stage", s.stage}, {"graph_ns", stats_or_null(s.graph_ns)}, {"ops", ops}});
+    }
+    batches.push_back({{"batch", b.batch}, {"stages", stages}});
+  }
+  return {{"schema", kProfileSchema},
+          {"model", {{"name", p.model_name}, {"config", p.model_config}}},
+          {"prompt_len", p.prompt_len},
+          {"device",
+           {{"name", p.device.name},
+            {"sm_count", p.device.sm_count},
+            {"l2_bytes", p.device.l2_bytes},
+            {"registers_per_sm", p.device.registers_per_sm},
+            {"copy_bandwidth_gb_per_s", p.device.copy_bandwidth_gb_per_s}}},
+          {"micro",
+           {{"graph_launch_ns", model::stats_to_json(m.graph_launch_ns)},
+            {"kernel_gap_ns", model::stats_to_json(m.kernel_gap_ns)},
+            {"kernel_gap_pdl_ns", model::stats_to_json(m.kernel_gap_pdl_ns)},
+            {"region_launch_ns", model::stats_to_json(m.region_launch_ns)},
+            {"region_drain_ns", model::stats_to_json(m.region_drain_ns)},
+            {"counter_signal_to_wait_ns", model::stats_to_json(m.counter_signal_to_wait_ns)}}},
+          {"batches", batches}};
+}
+
+Profile profile_from_json(const json& json_doc, std::string_view file_view) {
+  const std::string file(file_view);
+  const Node root(json_doc, "", file);
+  if (!json_doc.is_object()) throw_field_error(file, "(top level)", "expected a JSON object");
+  const std::string schema = root.at("schema").string();
+  if (schema != kProfileSchema) {
+    root.at("schema").fail("expected \"" + std::string(kProfileSchema) + "\", got \"" + schema +
+                           "\"");
+  }
+  Profile p;
+  p.source = file;
+  const Node model = root.at("model");
+  p.model_name = model.at("name").string();
+  p.model_config = model.at("config").value();
+  model.at("config").object();
+  // The config must describe a model the builders know; check it now rather than at use.
+  model::parse_decoder_config(p.model_config, file + " (model.config)");
+  p.prompt_len = root.at("prompt_len").integer(1);
+
+  const Node device = root.at("device");
+  p.device.name = device.at("name").string();
+  p.device.sm_count = static_cast<int>(device.at("sm_count").integer(1, 1 << 16));
+  p.device.l2_bytes = device.at("l2_bytes").integer(0);
+  p.device.registers_per_sm = device.at("registers_per_sm").integer(1);
+  p.device.copy_bandwidth_gb_per_s = device.at("copy_bandwidth_gb_per_s").positive_number();
+
+  const Node micro = root.at("micro");
+  MicroBenchmarks& m = p.micro;
+  m.graph_launch_ns = micro.at("graph_launch_ns").stats_ns();
+  m.kernel_gap_ns = micro.at("kernel_gap_ns").stats_ns();
+  m.kernel_gap_pdl_ns = micro.at("kernel_gap_pdl_ns").stats_ns();
+  m.region_launch_ns = micro.at("region_launch_ns").stats_ns();
+  m.region_drain_ns = micro.at("region_drain_ns").stats_ns();
+  m.counter_signal_to_wait_ns = micro.at("counter_signal_to_wait_ns").stats_ns();
+
+  for (const Node& b : root.at("batches").list()) {
+    BatchProfile batch;
+    batch.batch = b.at("batch").integer(1);
+    if (!p.batches.empty() && batch.batch <= p.batches.back().batch) {
+      b.at("batch").fail("batch sizes must increase");
+    }
+    for (const Node& s : b.at("stages").list()) {
+      StageProfile stage;
+      stage.stage = s.at("stage").string();
+      if (batch.stage(stage.stage) != nullptr) s.at("stage").fail("stage given twice");
+      if (s.has("graph_ns")) stage.graph_ns = s.at("graph_ns").stats_ns();
+      const std::vector<Node> ops = s.at("ops").list();
+      for (size_t i = 0; i < ops.size(); ++i) {
+        OpProfile op = op_from(ops[i], p.device.sm_count);
+        if (!stage.ops.empty() && op.index <= stage.ops.back().index) {
+          ops[i].at("index").fail("op indices must increase");
+        }
+        stage.ops.push_back(std::move(op));
+      }
+      batch.stages.push_back(std::move(stage));
+    }
+    p.batches.push_back(std::move(batch));
+  }
+  return p;
+}
+
+Profile read_profile(const std::filesystem::path& path) {
+  const json doc = model::read_json_file(path);
+  return profile_from_json(doc, path.string());
+}
+
+void write_profile(const Profile& profile, const std::filesystem::path& path) {
+  std::ofstream out(path);
+  if (!out || !(out << profile_to_json(profile).dump(1) << "\n")) {
+    throw Error(path.string() + ": cannot write the profile");
+  }
+}
+
+}  // namespace megacut::simulator

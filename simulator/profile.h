@@ -1,0 +1,146 @@
+// The profile: everything measured about one model on one device that the simulator may use,
+// and nothing else. The profiler (GPU side) fills it; the simulator reads only this, never a
+// measurement of the candidate it predicts.
+//
+// What is measured, and exactly how, so that the profiler and the simulator agree:
+//  - the device's SM count, L2 size, register file per SM, and copy bandwidth (bytes read plus
+//    bytes written per second by a large device-to-device copy: the unit of TileCost bytes);
+//  - micro-benchmarks of boundaries and counters (MicroBenchmarks below);
+//  - per batch size and stage, the all-conventional CUDA graph: for every op, its kernel's
+//    duration and the gap from its end to the next kernel's start (CUPTI activity records of
+//    the captured graph), and its launch configuration; and the graph's end-to-end time;
+//  - per op, the standalone task benchmark: the op alone as a persistent region at 1, sm/4,
+//    sm/2 and sm CTAs, its tiles placed by model::make_schedule(graph, op, op + 1, ctas);
+//    a task's duration runs from its start to the start of the next task on the same CTA (to
+//    its completion signal for a CTA's last task), so it includes the runtime's per-task cost.
+// Latency statistics are in nanoseconds (unit "ns") everywhere in this file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/stats.h"
+
+namespace megacut::simulator {
+
+using model::LatencyStats;
+
+inline constexpr std::string_view kProfileSchema = "megacut.profile/1";
+
+struct DeviceProfile {
+  std::string name;  // e.g. "NVIDIA H200"
+  int sm_count = 0;
+  int64_t l2_bytes = 0;  // recorded for reports; the cost model does not use it yet
+  int64_t registers_per_sm = 0;
+  double copy_bandwidth_gb_per_s = 0;  // bytes read + written per second, / 1e9 (= bytes per ns)
+};
+
+// Boundary and synchronization costs, each from a dedicated micro-benchmark of empty or
+// trivial kernels.
+struct MicroBenchmarks {
+  LatencyStats graph_launch_ns;  // cudaGraphLaunch to its first kernel's start
+  LatencyStats kernel_gap_ns;    // one kernel's end to the next one's start, in a CUDA graph
+  // The same with Programmatic Dependent Launch: the first kernel's end to the moment the
+  // second passes cudaGridDependencySynchronize (never negative).
+  LatencyStats kernel_gap_pdl_ns;
+  LatencyStats region_launch_ns;  // a persistent region kernel's start to its first task's start
+  LatencyStats region_drain_ns;   // a persistent region's last task end to the kernel's end
+  // A release store of a dependency counter on one SM to the acquire load that sees it on
+  // another SM (spinning with the runtime's back-off).
+  LatencyStats counter_signal_to_wait_ns;
+};
+
+struct LaunchConfig {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int registers = 0;       // per thread
+  int64_t smem_bytes = 0;  // static + dynamic, per CTA
+  friend bool operator==(const LaunchConfig&, const LaunchConfig&) = default;
+};
+
+// An op's kernel in the all-conventional CUDA graph.
+struct ConvKernel {
+  std::string kernel;             // the kernel's (demangled) name as CUPTI reports it
+  std::string provider = "ours";  // "ours" (the op's tile body) or "cublas"
+  LatencyStats duration_ns;
+  std::optional<LatencyStats> gap_to_next_ns;  // absent only for the stage's last op
+  LaunchConfig launch;
+  friend bool operator==(const ConvKernel&, const ConvKernel&) = default;
+};
+
+// The configuration of a persistent region: block size, registers per thread, shared memory.
+struct RegionConfig {
+  int threads = 0;
+  int registers = 0;
+  int64_t smem_bytes = 0;
+  friend bool operator==(const RegionConfig&, const RegionConfig&) = default;
+};
+
+// Task durations of the op alone in a persistent region of `ctas` CTAs.
+struct TaskBenchmark {
+  int ctas = 0;
+  LatencyStats duration_ns;
+  friend bool operator==(const TaskBenchmark&, const TaskBenchmark&) = default;
+};
+
+struct OpProfile {
+  int index = 0;
+  std::string name;  // checked against the graph rebuilt from the model config
+  std::string kind;
+  std::optional<ConvKernel> conv;
+  std::optional<RegionConfig> task_region;  // the single-op region's configuration
+  std::vector<TaskBenchmark> tasks;         // increasing CTA count; empty if not measured
+  friend bool operator==(const OpProfile&, const OpProfile&) = default;
+};
+
+struct StageProfile {
+  std::string stage;
+  // The all-conventional CUDA graph: cudaGraphLaunch to the end of its last kernel.
+  std::optional<LatencyStats> graph_ns;
+  std::vector<OpProfile> ops;  // increasing index; an op may be missing
+
+  const OpProfile* op(int index) const;
+  friend bool operator==(const StageProfile&, const StageProfile&) = default;
+};
+
+struct BatchProfile {
+  int64_t batch = 0;
+  std::vector<StageProfile> stages;
+
+  const StageProfile* stage(std::string_view name) const;
+  friend bool operator==(const BatchProfile&, const BatchProfile&) = default;
+};
+
+struct Profile {
+  std::string model_name;
+  nlohmann::json model_config;  // the model's Hugging Face config.json object
+  int64_t prompt_len = 0;
+  DeviceProfile device;
+  MicroBenchmarks micro;
+  std::vector<BatchProfile> batches;  // increasing batch
+
+  // Where the profile came from, for error messages; not part of the JSON.
+  std::string source = "profile";
+
+  const BatchProfile* batch(int64_t batch) const;
+  std::vector<int64_t> batch_sizes() const;
+  // Equal in content (the source is ignored).
+  bool same_content(const Profile& other) const;
+};
+
+nlohmann::json profile_to_json(const Profile& profile);
+// Validates everything the JSON can say on its own (types, ranges, order, schema); whether an
+// op's name and kind match the model's graph is checked when the graph is built. `file` names
+// the source in errors: "<file>: field 'batches[2].stages[0].ops[17].conv.duration_ns.p50':
+// missing".
+Profile profile_from_json(const nlohmann::json& json, std::string_view file);
+Profile read_profile(const std::filesystem::path& path);
+void write_profile(const Profile& profile, const std::filesystem::path& path);
+
+}  // namespace megacut::simulator

@@ -1,0 +1,526 @@
+#include "simulator/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/decoder.h"
+#include "model/error.h"
+#include "model/schedule.h"
+
+namespace megacut::simulator {
+namespace {
+
+TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
+TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
+
+// w = 0 gives a, w = 1 gives b; each side first scaled by its factor.
+LatencyStats lerp(const LatencyStats& a, const LatencyStats& b, double w, double scale_a = 1,
+                  double scale_b = 1) {
+  LatencyStats s;
+  s.unit = "ns";
+  s.count = std::min(a.count, b.count);
+  auto mix = [&](double x, double y) { return (1 - w) * x * scale_a + w * y * scale_b; };
+  s.mean = mix(a.mean, b.mean);
+  s.stdev = mix(a.stdev, b.stdev);
+  s.min = mix(a.min, b.min);
+  s.p50 = mix(a.p50, b.p50);
+  s.p90 = mix(a.p90, b.p90);
+  s.p95 = mix(a.p95, b.p95);
+  s.p99 = mix(a.p99, b.p99);
+  s.max = mix(a.max, b.max);
+  return s;
+}
+
+std::string region_text(const model::Region& r) {
+  return std::string(model::region_kind_name(r.kind)) + "[" + std::to_string(r.begin) + ":" +
+         std::to_string(r.end) + "]";
+}
+
+std::string list_text(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+// The mean over an op's tiles of the schedule's rough cost estimate: how big its tasks are.
+double mean_estimate_ns(const model::Graph& g, int op) {
+  const int64_t tiles = g.op(op).tiling.count();
+  double sum = 0;
+  for (int64_t t = 0; t < tiles; ++t) {
+    sum += static_cast<double>(model::schedule_cost_estimate_ns(g.task_cost(g.task_id(op, t))));
+  }
+  return sum / static_cast<double>(tiles);
+}
+
+}  // namespace
+
+struct Simulator::OpModel {
+  bool ready = false;
+  TaskFit fit;
+  double mean_bytes = 0;     // per task: TileCost bytes read + written
+  double mean_estimate = 0;  // per task: model::schedule_cost_estimate_ns
+  RegionConfig config;       // its standalone region's
+};
+
+struct Simulator::StageState {
+  std::string stage;
+  int64_t batch = 0;
+  std::unique_ptr<model::Graph> graph;
+  const StageProfile* profile = nullptr;
+  std::unique_ptr<StageProfile> interpolated;
+  // Per task of the stage, filled op by op as ops are first run in an mk region.
+  std::vector<double> task_bytes;
+  std::vector<double> task_estimate;
+  std::vector<OpModel> ops;
+};
+
+std::string_view boundary_name(Boundary boundary) {
+  switch (boundary) {
+    case Boundary::stage_start:
+      return "stage start";
+    case Boundary::after_conv:
+      return "after conv";
+    case Boundary::after_mk:
+      return "after mk";
+  }
+  return "?";
+}
+
+Simulator::Simulator(Profile profile, SimOptions options)
+    : profile_(std::move(profile)), options_(options) {
+  model_.name = profile_.model_name;
+  model_.config_path = profile_.source + " (model.config)";
+  model_.config = profile_.model_config;
+  model_.decoder = model::parse_decoder_config(model_.config, model_.config_path.string());
+}
+
+Simulator::~Simulator() = default;
+
+model::Scenario Simulator::scenario(int64_t batch) const {
+  return model::make_scenario(model_, batch, profile_.prompt_len);
+}
+
+std::vector<model::StageShape> Simulator::stage_shapes(int64_t batch) {
+  std::vector<model::StageShape> shapes;
+  for (const model::Stage& s : scenario(batch).stages) {
+    shapes.push_back({s.name, graph(s.name, batch).op_count()});
+  }
+  return shapes;
+}
+
+const model::Graph& Simulator::graph(std::string_view stage, int64_t batch) {
+  return *state(stage, batch).graph;
+}
+
+const StageProfile& Simulator::stage_profile(std::string_view stage, int64_t batch) {
+  return *state(stage, batch).profile;
+}
+
+std::optional<Interpolation> Simulator::interpolation(int64_t batch) const {
+  if (profile_.batch(batch) != nullptr) return std::nullopt;
+  Interpolation in{batch, 0, 0};
+  for (int64_t b : profile_.batch_sizes()) {
+    if (b < batch) in.lower = b;
+    if (b > batch && in.upper == 0) in.upper = b;
+  }
+  if (in.lower == 0 || in.upper == 0) return std::nullopt;
+  return in;
+}
+
+std::string Simulator::where(const StageState& s, int op) const {
+  std::string text = "profile " + profile_.source + ": batch " + std::to_string(s.batch);
+  if (s.interpolated) text += " (interpolated)";
+  text += ", stage " + s.stage;
+  if (op >= 0) text += ", op " + std::to_string(op) + " (" + s.graph->op(op).name + ")";
+  return text;
+}
+
+Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
+  const auto key = std::make_pair(std::string(stage), batch);
+  if (auto it = stages_.find(key); it != stages_.end()) return *it->second;
+
+  auto s = std::make_unique<StageState>();
+  s->stage = std::string(stage);
+  s->batch = batch;
+  const model::Scenario sc = scenario(batch);
+  s->graph = std::make_unique<model::Graph>(
+      model::build_decoder_stage(model_.decoder, sc.stage(stage), batch));
+  const BatchProfile* measured = profile_.batch(batch);
+  if (measured == nullptr) {
+    if (!options_.allow_interpolate) {
+      throw Error("profile " + profile_.source + ": no measurements at batch " +
+                  std::to_string(batch) + " (measured: " + list_text(profile_.batch_sizes()) +
+                  "); profile that batch, or allow interpolation (--allow-interpolate)");
+    }
+    s->interpolated = interpolate(stage, batch, *s->graph);
+    s->profile = s->interpolated.get();
+  } else {
+    s->profile = measured->stage(stage);
+    if (s->profile == nullptr) {
+      std::string known;
+      for (const StageProfile& p : measured->stages) known += (known.empty() ? "" : ", ") + p.stage;
+      throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
+                  " has no stage '" + std::string(stage) + "' (stages: " + known + ")");
+    }
+  }
+  const model::Graph& g = *s->graph;
+  for (const OpProfile& op : s->profile->ops) {
+    if (op.index >= g.op_count()) {
+      throw Error(where(*s, -1) + ": op " + std::to_string(op.index) + " (" + op.name +
+                  ") is beyond the graph's " + std::to_string(g.op_count()) + " ops");
+    }
+    const model::Op& real = g.op(op.index);
+    if (op.name != real.name || op.kind != real.kind->name()) {
+      throw Error(where(*s, -1) + ", op " + std::to_string(op.index) + ": the profile has '" +
+                  op.name + "' (" + op.kind + "), the graph rebuilt from model.config has '" +
+                  real.name + "' (" + std::string(real.kind->name()) + ")");
+    }
+  }
+  s->task_bytes.assign(g.task_count(), 0);
+  s->task_estimate.assign(g.task_count(), 0);
+  s->ops.resize(g.op_count());
+  return *stages_.emplace(key, std::move(s)).first->second;
+}
+
+std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int64_t batch,
+                                                     const model::Graph& target) {
+  const std::optional<Interpolation> in = interpolation(batch);
+  if (!in) {
+    throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
+                " is outside the measured batches (" + list_text(profile_.batch_sizes()) +
+                "); interpolation does not extrapolate");
+  }
+  const StageState& lo = state(stage, in->lower);
+  const StageState& hi = state(stage, in->upper);
+  const double w =
+      static_cast<double>(batch - in->lower) / static_cast<double>(in->upper - in->lower);
+
+  auto out = std::make_unique<StageProfile>();
+  out->stage = std::string(stage);
+  if (lo.profile->graph_ns && hi.profile->graph_ns) {
+    out->graph_ns = lerp(*lo.profile->graph_ns, *hi.profile->graph_ns, w);
+  }
+  for (const OpProfile& b : hi.profile->ops) {
+    const OpProfile* a = lo.profile->op(b.index);
+    if (a == nullptr) continue;
+    OpProfile op;
+    op.index = b.index;
+    op.name = b.name;
+    op.kind = b.kind;
+    if (a->conv && b.conv) {
+      ConvKernel k = *b.conv;  // name, provider and launch configuration of the larger batch
+      k.duration_ns = lerp(a->conv->duration_ns, b.conv->duration_ns, w);
+      k.gap_to_next_ns.reset();
+      if (a->conv->gap_to_next_ns && b.conv->gap_to_next_ns) {
+        k.gap_to_next_ns = lerp(*a->conv->gap_to_next_ns, *b.conv->gap_to_next_ns, w);
+      }
+      op.conv = std::move(k);
+    }
+    if (a->task_region && b.task_region && !a->tasks.empty() && !b.tasks.empty()) {
+      // Tiles can change size with the batch: scale each side's task times to the target's
+      // tiles by the rough cost estimate before mixing.
+      const double size = mean_estimate_ns(target, b.index);
+      const double scale_a = size / mean_estimate_ns(*lo.graph, b.index);
+      const double scale_b = size / mean_estimate_ns(*hi.graph, b.index);
+      for (const TaskBenchmark& tb : b.tasks) {
+        for (const TaskBenchmark& ta : a->tasks) {
+          if (ta.ctas != tb.ctas) continue;
+          op.tasks.push_back({tb.ctas, lerp(ta.duration_ns, tb.duration_ns, w, scale_a, scale_b)});
+        }
+      }
+      op.task_region = b.task_region;
+      if (op.tasks.empty()) op.task_region.reset();
+    }
+    out->ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+const ConvKernel& Simulator::conv_kernel(StageState& s, int op, const model::Region& region) {
+  const OpProfile* p = s.profile->op(op);
+  if (p == nullptr || !p->conv) {
+    throw Error(where(s, op) + ": no conventional kernel measured (needed by " +
+                region_text(region) + ")");
+  }
+  return *p->conv;
+}
+
+const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
+  OpModel& m = s.ops.at(op);
+  if (m.ready) return m;
+  const OpProfile* p = s.profile->op(op);
+  if (p == nullptr || p->tasks.empty() || !p->task_region) {
+    throw Error(where(s, op) + ": no standalone task benchmark measured (needed by " +
+                region_text(region) + ")");
+  }
+  const model::Graph& g = *s.graph;
+  const int64_t tiles = g.op(op).tiling.count();
+  double bytes = 0, estimate = 0;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const model::TaskId id = g.task_id(op, t);
+    const model::TileCost c = g.task_cost(id);
+    s.task_bytes[id] = static_cast<double>(c.bytes_read + c.bytes_written);
+    s.task_estimate[id] = static_cast<double>(model::schedule_cost_estimate_ns(c));
+    bytes += s.task_bytes[id];
+    estimate += s.task_estimate[id];
+  }
+  m.mean_bytes = bytes / static_cast<double>(tiles);
+  m.mean_estimate = estimate / static_cast<double>(tiles);
+  std::vector<double> x, d;
+  for (const TaskBenchmark& b : p->tasks) {
+    x.push_back(static_cast<double>(std::min<int64_t>(b.ctas, tiles)));
+    d.push_back(b.duration_ns.mean);
+  }
+  m.fit = fit_task_durations(x, d, m.mean_bytes / profile_.device.copy_bandwidth_gb_per_s);
+  m.config = *p->task_region;
+  m.ready = true;
+  return m;
+}
+
+TaskFit Simulator::task_fit(std::string_view stage, int64_t batch, int op) {
+  StageState& s = state(stage, batch);
+  return op_model(s, op, model::Region{model::RegionKind::mk, op, op + 1}).fit;
+}
+
+RegionConfig Simulator::region_config(std::string_view stage, int64_t batch,
+                                      const model::Region& region) {
+  StageState& s = state(stage, batch);
+  std::vector<RegionConfig> members;
+  for (int op = region.begin; op < region.end; ++op)
+    members.push_back(op_model(s, op, region).config);
+  return predict_region_config(members, profile_.device.registers_per_sm);
+}
+
+TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
+                                       const model::Region& region) {
+  StageState& s = state(stage, batch);
+  const RegionConfig config = region_config(stage, batch, region);
+  const model::Graph& g = *s.graph;
+  const model::TaskId first = g.first_task(region.begin);
+  const model::TaskId last = g.first_task(region.end - 1) + g.op(region.end - 1).tiling.count();
+  TaskCosts costs;
+  costs.fixed_ns.resize(last - first);
+  costs.bytes.resize(last - first);
+  const double bandwidth = profile_.device.copy_bandwidth_gb_per_s;
+  for (int op = region.begin; op < region.end; ++op) {
+    const OpModel& m = op_model(s, op, region);
+    const double slowdown = config_slowdown(m.config, config);
+    const model::TaskId begin = g.first_task(op);
+    const model::TaskId end = begin + g.op(op).tiling.count();
+    for (model::TaskId id = begin; id < end; ++id) {
+      const double size = s.task_estimate[id] / m.mean_estimate;
+      const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
+      costs.fixed_ns[id - first] = to_ns(m.fit.solo_ns * size * slowdown);
+      costs.bytes[id - first] = m.fit.shared_ns * bandwidth * share;
+    }
+  }
+  return costs;
+}
+
+TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
+  const MicroBenchmarks& micro = profile_.micro;
+  if (before == Boundary::stage_start) return p50(micro.graph_launch_ns);
+  if (region.kind == model::RegionKind::conv && before == Boundary::after_conv) {
+    // The same kernel boundary as in the conventional graph.
+    const ConvKernel& k = conv_kernel(s, region.begin - 1, region);
+    if (!k.gap_to_next_ns) {
+      throw Error(where(s, region.begin - 1) + ": conv.gap_to_next_ns missing (needed before " +
+                  region_text(region) + ")");
+    }
+    return p50(*k.gap_to_next_ns);
+  }
+  return p50(options_.pdl ? micro.kernel_gap_pdl_ns : micro.kernel_gap_ns);
+}
+
+void Simulator::simulate_conv(StageState& s, RegionResult& r) {
+  const int sms = profile_.device.sm_count;
+  r.sm_busy_ns.assign(sms, 0);
+  TimeNs t = r.gap_ns;
+  for (int op = r.region.begin; op < r.region.end; ++op) {
+    const ConvKernel& k = conv_kernel(s, op, r.region);
+    const TimeNs d = p50(k.duration_ns);
+    r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
+    if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
+    // Which SMs a kernel occupies is the hardware's choice: count its CTAs on the first ones.
+    const int64_t ctas = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
+    for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) r.sm_busy_ns[sm] += d;
+    t += d;
+    if (op + 1 < r.region.end) {
+      if (!k.gap_to_next_ns) {
+        throw Error(where(s, op) + ": conv.gap_to_next_ns missing (needed by " +
+                    region_text(r.region) + ")");
+      }
+      const TimeNs g = p50(*k.gap_to_next_ns);
+      if (g > 0) r.critical_path.push_back(PathStep{StepKind::gap, op + 1, -1, -1, t, t + g});
+      t += g;
+    }
+  }
+  r.kernels = r.region.end - r.region.begin;
+  r.work_ns = t - r.gap_ns;
+  r.time_ns = t;
+}
+
+void Simulator::simulate_mk(StageState& s, RegionResult& r) {
+  const model::Graph& g = *s.graph;
+  const MicroBenchmarks& micro = profile_.micro;
+  const TaskCosts costs = region_task_costs(s.stage, s.batch, r.region);
+  r.config = region_config(s.stage, s.batch, r.region);
+  for (int op = r.region.begin; op < r.region.end; ++op) {
+    if (config_slowdown(s.ops[op].config, *r.config) > 1) r.register_limited_ops.push_back(op);
+  }
+  const model::Schedule schedule =
+      model::make_schedule(g, r.region.begin, r.region.end, profile_.device.sm_count);
+  MegakernelParams params;
+  params.bandwidth_bytes_per_ns = profile_.device.copy_bandwidth_gb_per_s;
+  params.signal_latency_ns = p50(micro.counter_signal_to_wait_ns);
+  params.record_spans = options_.record_spans;
+  MegakernelRun run = simulate_megakernel(g, schedule, costs, params);
+
+  r.kernels = 1;
+  r.tasks = schedule.task_count();
+  r.launch_ns = p50(micro.region_launch_ns);
+  r.drain_ns = p50(micro.region_drain_ns);
+  r.work_ns = run.makespan_ns;
+  r.events = run.events;
+  const TimeNs offset = r.gap_ns + r.launch_ns;
+  r.critical_path.push_back(PathStep{StepKind::launch, r.region.begin, -1, -1, r.gap_ns, offset});
+  for (PathStep step : run.critical_path) {
+    step.start_ns += offset;
+    step.end_ns += offset;
+    r.critical_path.push_back(step);
+  }
+  const TimeNs end = offset + r.work_ns;
+  r.critical_path.push_back(
+      PathStep{StepKind::drain, r.region.end - 1, -1, -1, end, end + r.drain_ns});
+  r.spans = std::move(run.spans);
+  for (Span& span : r.spans) {
+    span.start_ns += offset;
+    span.end_ns += offset;
+  }
+  r.sm_busy_ns = std::move(run.lane_busy_ns);
+  r.time_ns = end + r.drain_ns;
+}
+
+std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view stage,
+                                                               int64_t batch,
+                                                               const model::Region& region,
+                                                               Boundary before) {
+  RegionKey key{std::string(stage), batch, region.begin, region.end, region.kind, before};
+  if (auto it = regions_.find(key); it != regions_.end()) {
+    ++cache_stats_.hits;
+    return it->second;
+  }
+  StageState& s = state(stage, batch);
+  if (region.begin < 0 || region.end > s.graph->op_count() || region.begin >= region.end) {
+    throw Error("region " + region_text(region) + " is not within stage " + s.stage + "'s " +
+                std::to_string(s.graph->op_count()) + " ops");
+  }
+  if ((region.begin == 0) != (before == Boundary::stage_start)) {
+    throw Error("region " + region_text(region) + ": a region follows the stage start exactly " +
+                "when it begins at op 0 (given: " + std::string(boundary_name(before)) + ")");
+  }
+  auto r = std::make_shared<RegionResult>();
+  r->stage = s.stage;
+  r->batch = batch;
+  r->region = region;
+  r->before = before;
+  r->gap_ns = gap_before(s, region, before);
+  if (r->gap_ns > 0) {
+    r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
+  }
+  if (region.kind == model::RegionKind::conv) {
+    simulate_conv(s, *r);
+  } else {
+    simulate_mk(s, *r);
+  }
+  ++cache_stats_.misses;
+  regions_.emplace(std::move(key), r);
+  return r;
+}
+
+Prediction Simulator::simulate(const model::Composition& composition, int64_t batch) {
+  const std::vector<model::StageShape> shapes = stage_shapes(batch);
+  model::check_composition(composition, shapes);
+  const model::Scenario sc = scenario(batch);
+  const int sms = profile_.device.sm_count;
+
+  Prediction p;
+  p.model = profile_.model_name;
+  p.device = profile_.device.name;
+  p.sm_count = sms;
+  p.batch = batch;
+  p.prompt_len = profile_.prompt_len;
+  p.composition = composition.to_string();
+  p.interpolated = interpolation(batch);
+  if (p.interpolated) {
+    p.notes.push_back("batch " + std::to_string(batch) +
+                      ": profile data interpolated linearly between measured batches " +
+                      std::to_string(p.interpolated->lower) + " and " +
+                      std::to_string(p.interpolated->upper));
+  }
+  int64_t outputs = 0;
+  for (const model::Stage& stage : sc.stages) {
+    StagePrediction sp;
+    sp.stage = stage.name;
+    sp.runs_to_first_output = stage.runs_to_first_output;
+    sp.outputs_per_run = stage.outputs_per_run;
+    const model::Graph& g = graph(stage.name, batch);
+    for (const model::Op& op : g.ops()) sp.op_names.push_back(op.name);
+    std::vector<TimeNs> busy(sms, 0);
+    std::vector<OpOnPath> by_op(g.op_count());
+    TimeNs t = 0;
+    Boundary before = Boundary::stage_start;
+    for (const model::Region& region : composition.regions(stage.name)) {
+      auto r = simulate_region(stage.name, batch, region, before);
+      sp.region_start_ns.push_back(t);
+      for (PathStep step : r->critical_path) {
+        step.start_ns += t;
+        step.end_ns += t;
+        sp.critical_path.push_back(step);
+        const TimeNs d = step.end_ns - step.start_ns;
+        if (step.kind == StepKind::kernel || step.kind == StepKind::task) {
+          sp.path_work_ns += d;
+          by_op[step.op].time_ns += d;
+          ++by_op[step.op].steps;
+        } else {
+          sp.path_overhead_ns += d;
+        }
+      }
+      for (int sm = 0; sm < sms; ++sm) busy[sm] += r->sm_busy_ns[sm];
+      t += r->time_ns;
+      before = region.kind == model::RegionKind::mk ? Boundary::after_mk : Boundary::after_conv;
+      sp.regions.push_back(std::move(r));
+    }
+    sp.time_ns = t;
+    for (int sm = 0; sm < sms; ++sm) {
+      sp.sm_utilization.push_back(t > 0 ? static_cast<double>(busy[sm]) / static_cast<double>(t)
+                                        : 0.0);
+    }
+    for (int op = 0; op < g.op_count(); ++op) {
+      if (by_op[op].steps == 0) continue;
+      by_op[op].op = op;
+      by_op[op].name = g.op(op).name;
+      sp.path_by_op.push_back(by_op[op]);
+    }
+    std::stable_sort(sp.path_by_op.begin(), sp.path_by_op.end(),
+                     [](const OpOnPath& a, const OpOnPath& b) { return a.time_ns > b.time_ns; });
+    // Only a measured batch has a measurement to replay against.
+    if (const StageProfile& prof = stage_profile(stage.name, batch);
+        prof.graph_ns && !p.interpolated) {
+      sp.measured_conv_graph_ns = p50(*prof.graph_ns);
+    }
+    p.ttfo_ns += stage.runs_to_first_output * t;
+    if (stage.outputs_per_run > 0) {
+      p.decode_step_ns += t;
+      outputs += stage.outputs_per_run;
+    }
+    p.stages.push_back(std::move(sp));
+  }
+  if (p.decode_step_ns > 0) {
+    p.throughput_per_s =
+        static_cast<double>(batch * outputs) * 1e9 / static_cast<double>(p.decode_step_ns);
+  }
+  return p;
+}
+
+}  // namespace megacut::simulator

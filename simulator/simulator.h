@@ -1,0 +1,108 @@
+// The simulator: predicts a composition's stage times, TTFO and decode step from a profile.
+//
+//   Simulator sim(read_profile("llama.json"));
+//   Prediction p = sim.simulate(parse_composition("decode: mk[0:40] conv[40:]",
+//                                                 sim.stage_shapes(8)), 8);
+//
+// A region's time depends only on its ops, its stage and batch, and what kind of region ran
+// before its boundary (a kernel boundary is a full barrier), so region results are cached by
+// exactly that: the planner calls simulate_region for many cut points and pays once for each.
+//
+// Statistics used: medians (p50) for kernel durations, gaps and micro-benchmarks, so that the
+// stage time is a p50 estimate; means for task durations, whose samples mix tiles of one op
+// and must add up to its total work.
+//
+// Not thread-safe: give each thread its own Simulator.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "model/composition.h"
+#include "model/config.h"
+#include "model/graph.h"
+#include "model/scenario.h"
+#include "simulator/cost.h"
+#include "simulator/megakernel.h"
+#include "simulator/prediction.h"
+#include "simulator/profile.h"
+
+namespace megacut::simulator {
+
+struct SimOptions {
+  // Fill a batch size the profile lacks linearly between the measured neighbours (no
+  // extrapolation); the prediction says so. Without it, a missing batch is an error.
+  bool allow_interpolate = false;
+  // Region boundaries next to an mk region use Programmatic Dependent Launch: they pay the
+  // PDL kernel gap. Gaps between conventional kernels come from the conventional trace.
+  bool pdl = false;
+  // Keep every kernel and task span for the Chrome trace (memory grows with the task count).
+  bool record_spans = false;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(Profile profile, SimOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  const Profile& profile() const { return profile_; }
+  const SimOptions& options() const { return options_; }
+  const model::ModelSpec& model() const { return model_; }
+  model::Scenario scenario(int64_t batch) const;
+  std::vector<model::StageShape> stage_shapes(int64_t batch);
+
+  // The stage graph rebuilt from the profile's model config, with the profile's op names and
+  // kinds checked against it.
+  const model::Graph& graph(std::string_view stage, int64_t batch);
+  // The profile's data for a stage: measured, or interpolated when allowed.
+  const StageProfile& stage_profile(std::string_view stage, int64_t batch);
+  std::optional<Interpolation> interpolation(int64_t batch) const;
+
+  // One region from its boundary to its end. Cached by content.
+  std::shared_ptr<const RegionResult> simulate_region(std::string_view stage, int64_t batch,
+                                                      const model::Region& region, Boundary before);
+  Prediction simulate(const model::Composition& composition, int64_t batch);
+
+  // The per-task costs an mk region runs with (task id minus the region's first task id).
+  TaskCosts region_task_costs(std::string_view stage, int64_t batch, const model::Region& region);
+  // The fit of an op's standalone task benchmark.
+  TaskFit task_fit(std::string_view stage, int64_t batch, int op);
+  RegionConfig region_config(std::string_view stage, int64_t batch, const model::Region& region);
+
+  struct CacheStats {
+    int64_t hits = 0;
+    int64_t misses = 0;
+  };
+  CacheStats cache_stats() const { return cache_stats_; }
+
+ private:
+  struct OpModel;
+  struct StageState;
+  using RegionKey = std::tuple<std::string, int64_t, int, int, model::RegionKind, Boundary>;
+
+  StageState& state(std::string_view stage, int64_t batch);
+  std::unique_ptr<StageProfile> interpolate(std::string_view stage, int64_t batch,
+                                            const model::Graph& target);
+  const OpModel& op_model(StageState& s, int op, const model::Region& region);
+  const ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
+  TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
+  std::string where(const StageState& s, int op) const;
+  void simulate_conv(StageState& s, RegionResult& r);
+  void simulate_mk(StageState& s, RegionResult& r);
+
+  Profile profile_;
+  SimOptions options_;
+  model::ModelSpec model_;
+  std::map<std::pair<std::string, int64_t>, std::unique_ptr<StageState>, std::less<>> stages_;
+  std::map<RegionKey, std::shared_ptr<const RegionResult>> regions_;
+  CacheStats cache_stats_;
+};
+
+}  // namespace megacut::simulator

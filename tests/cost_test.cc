@@ -1,0 +1,60 @@
+// The cost model's fits and configuration rules.
+#include "simulator/cost.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace megacut::simulator {
+namespace {
+
+TEST(CostTest, FitRecoversSoloAndSharedTerms) {
+  // d(x) = 800 + 25 x at x = 1, 33, 66, 132: solo 800 ns, 25 ns per task in flight.
+  const std::vector<double> x{1, 33, 66, 132};
+  std::vector<double> d;
+  for (double v : x) d.push_back(800 + 25 * v);
+  const TaskFit fit = fit_task_durations(x, d, 999);
+  EXPECT_NEAR(fit.solo_ns, 800, 1e-9);
+  EXPECT_NEAR(fit.shared_ns, 25, 1e-9);
+  EXPECT_FALSE(fit.from_prior);
+}
+
+TEST(CostTest, FitWithOneConcurrencyUsesThePrior) {
+  // One tile: every CTA count runs it alone (x = 1). With a prior of 300 ns of bytes, a
+  // measured 1000 ns leaves 700 ns solo.
+  const TaskFit fit =
+      fit_task_durations(std::vector<double>{1, 1, 1}, std::vector<double>{1000, 1000, 1000}, 300);
+  EXPECT_TRUE(fit.from_prior);
+  EXPECT_DOUBLE_EQ(fit.shared_ns, 300);
+  EXPECT_DOUBLE_EQ(fit.solo_ns, 700);
+}
+
+TEST(CostTest, FitKeepsBothTermsNonNegative) {
+  // Durations that fall with concurrency: no bandwidth term, the mean is solo (1000 ns).
+  const TaskFit falling =
+      fit_task_durations(std::vector<double>{1, 2, 4}, std::vector<double>{1100, 1000, 900}, 0);
+  EXPECT_EQ(falling.shared_ns, 0);
+  EXPECT_DOUBLE_EQ(falling.solo_ns, 1000);
+  // Durations through the origin and steeper: solo clamps at 0, the slope refits alone:
+  // d = 10, 30, 50 at x = 1, 2, 3 gives an intercept of -10; through the origin the slope is
+  // (10 + 60 + 150) / (1 + 4 + 9) = 220 / 14.
+  const TaskFit steep =
+      fit_task_durations(std::vector<double>{1, 2, 3}, std::vector<double>{10, 30, 50}, 0);
+  EXPECT_EQ(steep.solo_ns, 0);
+  EXPECT_DOUBLE_EQ(steep.shared_ns, 220.0 / 14.0);
+}
+
+TEST(CostTest, RegionConfigLargestMemberDecidesWithinTheRegisterFile) {
+  // 512 threads and 168 registers would need 86,016 registers; 65,536 / 512 = 128 remain.
+  const std::vector<RegionConfig> members{{512, 96, 48 * 1024}, {128, 168, 16 * 1024}};
+  const RegionConfig c = predict_region_config(members, 65536);
+  EXPECT_EQ(c, (RegionConfig{512, 128, 48 * 1024}));
+  // The attention body had 168 registers, now 128: 168 / 128 = 1.3125 slower; the GEMM is not.
+  EXPECT_DOUBLE_EQ(config_slowdown(members[1], c), 1.3125);
+  EXPECT_DOUBLE_EQ(config_slowdown(members[0], c), 1.0);
+  // Alone, a member keeps its own configuration.
+  EXPECT_EQ(predict_region_config(std::vector<RegionConfig>{members[1]}, 65536), members[1]);
+}
+
+}  // namespace
+}  // namespace megacut::simulator

@@ -1,0 +1,102 @@
+// profile.json: round trip, and errors that name the file and the field.
+#include "simulator/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/error.h"
+#include "tests/support/synthetic_profile.h"
+
+namespace megacut::simulator {
+namespace {
+
+const Profile& tiny() {
+  static const Profile p = testing::synthetic_profile("tiny-llama", {1, 4}, 16);
+  return p;
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    profile_from_json(j, "llama.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ProfileTest, JsonRoundTrip) {
+  const nlohmann::json j = profile_to_json(tiny());
+  EXPECT_EQ(j["schema"], "megacut.profile/1");
+  const Profile back = profile_from_json(j, "tiny.json");
+  EXPECT_TRUE(back.same_content(tiny()));
+  EXPECT_EQ(back.source, "tiny.json");
+  EXPECT_EQ(profile_to_json(back), j);
+}
+
+TEST(ProfileTest, FileRoundTrip) {
+  const auto path = std::filesystem::temp_directory_path() / "megacut_profile_test.json";
+  write_profile(tiny(), path);
+  const Profile back = read_profile(path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(back.same_content(tiny()));
+  EXPECT_EQ(back.batch_sizes(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(back.batch(4)->stage("decode")->op(17)->name, "layers.1.attn.attention");
+}
+
+TEST(ProfileTest, MissingStatisticNamesFileAndField) {
+  nlohmann::json j = profile_to_json(tiny());
+  j["batches"][1]["stages"][0]["ops"][17]["conv"]["duration_ns"].erase("p50");
+  EXPECT_EQ(error_of(j),
+            "llama.json: field 'batches[1].stages[0].ops[17].conv.duration_ns.p50': missing");
+}
+
+TEST(ProfileTest, BadFieldsNameFileAndField) {
+  const nlohmann::json good = profile_to_json(tiny());
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases{
+      {[](auto& j) { j["schema"] = "megacut.profile/0"; },
+       "llama.json: field 'schema': expected \"megacut.profile/1\", got \"megacut.profile/0\""},
+      {[](auto& j) { j.erase("prompt_len"); }, "llama.json: field 'prompt_len': missing"},
+      {[](auto& j) { j["device"]["sm_count"] = 0; },
+       "llama.json: field 'device.sm_count': expected an integer in [1, 65536], got 0"},
+      {[](auto& j) { j["device"]["copy_bandwidth_gb_per_s"] = -3; },
+       "llama.json: field 'device.copy_bandwidth_gb_per_s': expected a positive number, got -3"},
+      {[](auto& j) { j["micro"]["region_drain_ns"]["unit"] = "us"; },
+       "llama.json: field 'micro.region_drain_ns.unit': expected \"ns\", got \"us\""},
+      {[](auto& j) { j["batches"][1]["batch"] = 1; },
+       "llama.json: field 'batches[1].batch': batch sizes must increase"},
+      {[](auto& j) { j["batches"][0]["stages"][1]["ops"][3]["index"] = 2; },
+       "llama.json: field 'batches[0].stages[1].ops[3].index': op indices must increase"},
+      {[](auto& j) { j["batches"][0]["stages"][1]["ops"][3]["tasks"][0]["ctas"] = 99; },
+       "llama.json: field 'batches[0].stages[1].ops[3].tasks[0].ctas': expected an integer in "
+       "[1, 8], got 99"},
+      {[](auto& j) { j["batches"][0]["stages"][1]["ops"][3].erase("task_region"); },
+       "llama.json: field 'batches[0].stages[1].ops[3].task_region': missing"},
+      {[](auto& j) {
+         j["batches"][0]["stages"][0]["ops"][2]["conv"]["launch"]["grid"] = {1, 2};
+       },
+       "llama.json: field 'batches[0].stages[0].ops[2].conv.launch.grid': expected [x, y, z]"},
+      {[](auto& j) { j["batches"][0]["stages"][0]["ops"][2]["conv"]["provider"] = "triton"; },
+       "llama.json: field 'batches[0].stages[0].ops[2].conv.provider': expected \"ours\" or "
+       "\"cublas\", got \"triton\""},
+      {[](auto& j) { j["model"]["config"].erase("hidden_size"); },
+       "llama.json (model.config): field 'hidden_size': missing"},
+      {[](auto& j) { j["batches"] = 3; }, "llama.json: field 'batches': expected a list, got 3"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    EXPECT_EQ(error_of(j), c.message);
+  }
+}
+
+TEST(ProfileTest, ReadingAMissingFileSaysWhich) {
+  EXPECT_THROW(read_profile("/nonexistent/llama.json"), Error);
+}
+
+}  // namespace
+}  // namespace megacut::simulator

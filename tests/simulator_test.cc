@@ -1,0 +1,321 @@
+// The simulator end to end on synthetic profiles: analytic cases with the expectation worked
+// out in a comment before each assertion, then properties over random compositions.
+#include "simulator/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "model/composition.h"
+#include "model/error.h"
+#include "tests/support/synthetic_profile.h"
+
+namespace megacut::simulator {
+namespace {
+
+using model::constant_stats;
+using model::Region;
+using model::RegionKind;
+
+constexpr int64_t kPrompt = 16;
+
+Profile tiny(const std::string& model = "tiny-llama") {
+  return testing::synthetic_profile(model, {1, 2, 4}, kPrompt);
+}
+
+// Every conventional kernel takes `kernel_ns`, every gap between kernels `gap_ns`.
+Profile uniform_conv(Profile p, double kernel_ns, double gap_ns) {
+  for (BatchProfile& b : p.batches) {
+    for (StageProfile& s : b.stages) {
+      for (OpProfile& op : s.ops) {
+        op.conv->duration_ns = constant_stats(kernel_ns);
+        if (op.conv->gap_to_next_ns) op.conv->gap_to_next_ns = constant_stats(gap_ns);
+      }
+    }
+  }
+  return p;
+}
+
+OpProfile& op_of(Profile& p, int64_t batch, const std::string& stage, int op) {
+  for (BatchProfile& b : p.batches) {
+    if (b.batch != batch) continue;
+    for (StageProfile& s : b.stages) {
+      if (s.stage != stage) continue;
+      for (OpProfile& o : s.ops) {
+        if (o.index == op) return o;
+      }
+    }
+  }
+  throw Error("test: no such op");
+}
+
+model::Composition parse(Simulator& sim, const std::string& text, int64_t batch) {
+  return model::parse_composition(text, sim.stage_shapes(batch));
+}
+
+TEST(SimulatorTest, ConventionalStageIsLaunchPlusKernelsPlusGaps) {
+  Simulator sim(uniform_conv(tiny(), 1000, 200));
+  const Prediction p = sim.simulate(parse(sim, "conv", 1), 1);
+  // tiny-llama decode has 28 ops: 4 µs graph launch + 28 x 1 µs + 27 x 0.2 µs = 37.4 µs.
+  EXPECT_EQ(p.stage("decode").time_ns, 37400);
+  EXPECT_EQ(p.decode_step_ns, 37400);
+  // TTFO is the prefill (the same 28 ops): 37.4 µs; the decode step gives batch 1 x 1 token
+  // per 37.4 µs = 26,738 tokens/s.
+  EXPECT_EQ(p.ttfo_ns, 37400);
+  EXPECT_NEAR(p.throughput_per_s, 1e9 / 37400, 1e-6);
+}
+
+TEST(SimulatorTest, SplittingAConventionalRegionChangesNothing) {
+  // conv[0:10] conv[10:28]: the boundary between them is the same kernel boundary, with op 9's
+  // measured gap: 37.4 µs as before.
+  Simulator sim(uniform_conv(tiny(), 1000, 200));
+  EXPECT_EQ(sim.simulate(parse(sim, "decode: conv[0:10] conv[10:]", 1), 1).decode_step_ns, 37400);
+}
+
+TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
+  // mk[9:10] is one op: 20 tiles of tiny-llama's decode gate_up, 1 µs each at any CTA count
+  // (no bandwidth term), over 8 SMs: 3 waves, 3 µs of tasks.
+  Profile q = uniform_conv(tiny(), 1000, 200);
+  for (TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1000);
+  Simulator sim(std::move(q));
+  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:9] mk[9:10] conv[10:]", 1), 1);
+  const StagePrediction& s = p.stage("decode");
+  ASSERT_EQ(s.regions.size(), 3u);
+  // conv[0:9]: 4 µs launch + 9 x 1 µs + 8 x 0.2 µs = 14.6 µs.
+  EXPECT_EQ(s.regions[0]->time_ns, 14600);
+  // mk[9:10]: 0.8 µs kernel gap + 3 µs region launch + 3 µs of tasks + 1 µs drain = 7.8 µs.
+  EXPECT_EQ(s.regions[1]->gap_ns, 800);
+  EXPECT_EQ(s.regions[1]->work_ns, 3000);
+  EXPECT_EQ(s.regions[1]->time_ns, 7800);
+  EXPECT_EQ(s.regions[1]->tasks, 20);
+  // conv[10:28] after an mk region: 0.8 µs kernel gap + 18 x 1 µs + 17 x 0.2 µs = 22.2 µs.
+  EXPECT_EQ(s.regions[2]->time_ns, 22200);
+  EXPECT_EQ(s.time_ns, 14600 + 7800 + 22200);
+  EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 14600, 22400}));
+
+  // With PDL at the mk boundaries both gaps are 0.3 µs: 2 x 0.5 µs less.
+  Profile r = uniform_conv(tiny(), 1000, 200);
+  for (TaskBenchmark& t : op_of(r, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1000);
+  Simulator pdl(std::move(r), SimOptions{.pdl = true});
+  EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:9] mk[9:10] conv[10:]", 1), 1).decode_step_ns,
+            s.time_ns - 1000);
+}
+
+TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
+  // The synthetic device: a gate_up tile of decode batch 1 (16 columns x 64 features) costs
+  // 300 ns + 2,048 FLOP / 500 FLOP/ns = 304.096 ns solo and moves 2,208 bytes, 2.208 ns at
+  // 1 TB/s per task in flight. 20 tiles over 8 SMs: waves of 8, 8 and 4 tasks in flight, each
+  // task 304.096 + 8 x 2.208 (or 4 x 2.208) ns: about 321.8 + 321.8 + 312.9 = 956.5 ns.
+  Simulator sim(tiny());
+  const TaskFit fit = sim.task_fit("decode", 1, 9);
+  EXPECT_NEAR(fit.solo_ns, 304.096, 1e-6);
+  EXPECT_NEAR(fit.shared_ns, 2.208, 1e-9);
+  const auto r =
+      sim.simulate_region("decode", 1, Region{RegionKind::mk, 9, 10}, Boundary::after_conv);
+  EXPECT_NEAR(static_cast<double>(r->work_ns), 956.5, 3);
+}
+
+TEST(SimulatorTest, MixedRegionGetsThePredictedConfiguration) {
+  // decode ops 2..6 hold linears (512 threads, 96 registers) and attention (128 threads, 168
+  // registers): 512 x 168 does not fit 65,536 registers, so the region gets 128 and attention
+  // (op 5) runs register-limited.
+  Simulator sim(tiny());
+  const auto r =
+      sim.simulate_region("decode", 1, Region{RegionKind::mk, 2, 7}, Boundary::after_conv);
+  ASSERT_TRUE(r->config.has_value());
+  EXPECT_EQ(*r->config, (RegionConfig{512, 128, 48 * 1024}));
+  EXPECT_EQ(r->register_limited_ops, std::vector<int>{5});
+}
+
+TEST(SimulatorTest, RegionsAreCachedByContent) {
+  Simulator sim(tiny());
+  const Region region{RegionKind::mk, 3, 12};
+  const auto a = sim.simulate_region("prefill", 2, region, Boundary::after_conv);
+  const auto b = sim.simulate_region("prefill", 2, region, Boundary::after_conv);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(sim.cache_stats().hits, 1);
+  // Another predecessor kind is another entry (it may pay another gap).
+  sim.simulate_region("prefill", 2, region, Boundary::after_mk);
+  EXPECT_EQ(sim.cache_stats().misses, 2);
+  // A region at op 0 follows the stage start and nothing else.
+  EXPECT_THROW(sim.simulate_region("prefill", 2, Region{RegionKind::mk, 0, 3}, Boundary::after_mk),
+               Error);
+  EXPECT_THROW(sim.simulate_region("prefill", 2, Region{RegionKind::mk, 3, 99}, Boundary::after_mk),
+               Error);
+}
+
+std::string error_of(Simulator& sim, const std::string& composition, int64_t batch) {
+  try {
+    sim.simulate(parse(sim, composition, batch), batch);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SimulatorTest, MissingDataNamesOpStageAndBatch) {
+  Profile p = tiny();
+  op_of(p, 2, "decode", 17).conv.reset();
+  op_of(p, 2, "decode", 5).tasks.clear();
+  Simulator sim(std::move(p));
+  EXPECT_EQ(error_of(sim, "decode: conv", 2),
+            "profile synthetic tiny-llama: batch 2, stage decode, op 17 "
+            "(layers.1.attn.attention): no conventional kernel measured (needed by conv[0:28])");
+  EXPECT_EQ(error_of(sim, "decode: conv[0:3] mk[3:28]", 2),
+            "profile synthetic tiny-llama: batch 2, stage decode, op 5 (layers.0.attn.attention): "
+            "no standalone task benchmark measured (needed by mk[3:28])");
+  // Other batches still have both.
+  EXPECT_EQ(error_of(sim, "decode: conv[0:3] mk[3:28]", 1), "(no error)");
+  EXPECT_EQ(error_of(sim, "conv", 3),
+            "profile synthetic tiny-llama: no measurements at batch 3 (measured: 1, 2, 4); "
+            "profile that batch, or allow interpolation (--allow-interpolate)");
+}
+
+TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
+  Profile p = tiny();
+  op_of(p, 1, "decode", 6).name = "layers.0.attn.out";
+  Simulator sim(std::move(p));
+  EXPECT_EQ(error_of(sim, "conv", 1),
+            "profile synthetic tiny-llama: batch 1, stage decode, op 6: the profile has "
+            "'layers.0.attn.out' (linear), the graph rebuilt from model.config has "
+            "'layers.0.attn.o' (linear)");
+}
+
+TEST(SimulatorTest, InterpolatesBetweenMeasuredBatchesWhenAllowed) {
+  Simulator plain(tiny());
+  const TimeNs two = plain.simulate(parse(plain, "conv", 2), 2).decode_step_ns;
+  const TimeNs four = plain.simulate(parse(plain, "conv", 4), 4).decode_step_ns;
+  Simulator sim(tiny(), SimOptions{.allow_interpolate = true});
+  const Prediction p = sim.simulate(parse(sim, "conv", 3), 3);
+  // All-conv stage time is a sum of kernel and gap medians, each interpolated halfway between
+  // batches 2 and 4: halfway between the two stage times, up to 1 ns of rounding per kernel.
+  EXPECT_NEAR(static_cast<double>(p.decode_step_ns), (two + four) / 2.0, 28);
+  ASSERT_TRUE(p.interpolated.has_value());
+  EXPECT_EQ(p.interpolated->lower, 2);
+  EXPECT_EQ(p.interpolated->upper, 4);
+  EXPECT_EQ(prediction_to_json(p)["interpolated"]["upper"], 4);
+  ASSERT_EQ(p.notes.size(), 1u);
+  // mk regions run on interpolated task benchmarks too.
+  EXPECT_GT(sim.simulate(parse(sim, "mk", 3), 3).ttfo_ns, 0);
+  // Interpolation never extrapolates.
+  EXPECT_EQ(error_of(sim, "conv", 5),
+            "profile synthetic tiny-llama: batch 5 is outside the measured batches (1, 2, 4); "
+            "interpolation does not extrapolate");
+}
+
+TEST(SimulatorTest, PredictionJson) {
+  Simulator sim(tiny());
+  const Prediction p = sim.simulate(parse(sim, "prefill: mk; decode: conv[0:5] mk[5:]", 2), 2);
+  const nlohmann::json j = prediction_to_json(p);
+  EXPECT_EQ(j["schema"], "megacut.prediction/1");
+  EXPECT_EQ(j["composition"], "prefill: mk[0:28]; decode: conv[0:5] mk[5:28]");
+  EXPECT_EQ(j["ttfo_ns"], p.ttfo_ns);
+  EXPECT_EQ(j["stages"][1]["regions"].size(), 2u);
+  EXPECT_EQ(j["stages"][1]["regions"][1]["before"], "after conv");
+  EXPECT_EQ(j["stages"][0]["sm_utilization"].size(), 8u);
+  EXPECT_TRUE(j["stages"][0]["measured_conv_graph_ns"].is_number());
+  EXPECT_FALSE(j["stages"][0]["critical_path"]["by_op"].empty());
+}
+
+// ---- properties over random compositions ----
+
+std::string random_composition(std::mt19937& rng, const std::vector<model::StageShape>& shapes) {
+  std::string text;
+  for (const model::StageShape& s : shapes) {
+    text += (text.empty() ? "" : "; ") + s.name + ":";
+    int begin = 0;
+    while (begin < s.op_count) {
+      const int end = std::min(s.op_count, begin + 1 + static_cast<int>(rng() % 12));
+      text += std::string(rng() % 2 ? " mk[" : " conv[") + std::to_string(begin) + ":" +
+              std::to_string(end) + "]";
+      begin = end;
+    }
+  }
+  return text;
+}
+
+// Lower bounds of an mk region's task time: its longest dependency chain and its busiest
+// queue at uncontended task times (fixed + bytes at the full bandwidth), and all its bytes at
+// the full bandwidth.
+struct Bounds {
+  double chain_ns = 0;
+  double bytes_ns = 0;
+};
+
+Bounds mk_bounds(Simulator& sim, const std::string& stage, int64_t batch, const Region& region) {
+  const model::Graph& g = sim.graph(stage, batch);
+  const TaskCosts costs = sim.region_task_costs(stage, batch, region);
+  const double bandwidth = sim.profile().device.copy_bandwidth_gb_per_s;
+  const model::TaskId first = g.first_task(region.begin);
+  std::vector<double> finish(costs.fixed_ns.size(), 0);
+  Bounds b;
+  for (size_t j = 0; j < finish.size(); ++j) {
+    double ready = 0;
+    for (model::TaskId dep : g.task_deps(first + static_cast<model::TaskId>(j))) {
+      if (dep >= first) ready = std::max(ready, finish[dep - first]);
+    }
+    finish[j] = ready + static_cast<double>(costs.fixed_ns[j]) + costs.bytes[j] / bandwidth;
+    b.chain_ns = std::max(b.chain_ns, finish[j]);
+    b.bytes_ns += costs.bytes[j] / bandwidth;
+  }
+  return b;
+}
+
+TEST(SimulatorPropertyTest, RandomCompositionsRespectBoundsAndReplayExactly) {
+  std::mt19937 rng(7);
+  for (const char* model : {"tiny-llama", "tiny-qwen3"}) {
+    Simulator sim(tiny(model));
+    Simulator again(tiny(model));
+    for (int trial = 0; trial < 25; ++trial) {
+      const int64_t batch = std::vector<int64_t>{1, 2, 4}[rng() % 3];
+      const std::string text = random_composition(rng, sim.stage_shapes(batch));
+      SCOPED_TRACE(std::string(model) + " batch " + std::to_string(batch) + ": " + text);
+      const Prediction p = sim.simulate(parse(sim, text, batch), batch);
+      // Same input, a fresh simulator: identical output.
+      EXPECT_EQ(prediction_to_json(p),
+                prediction_to_json(again.simulate(parse(again, text, batch), batch)));
+      for (const StagePrediction& s : p.stages) {
+        TimeNs sum = 0;
+        for (size_t i = 0; i < s.regions.size(); ++i) {
+          const RegionResult& r = *s.regions[i];
+          EXPECT_EQ(s.region_start_ns[i], sum);
+          EXPECT_EQ(r.time_ns, r.gap_ns + r.launch_ns + r.work_ns + r.drain_ns);
+          sum += r.time_ns;
+          if (r.region.kind != RegionKind::mk) continue;
+          const Bounds b = mk_bounds(sim, s.stage, batch, r.region);
+          EXPECT_GE(static_cast<double>(r.work_ns) + 1e-6, std::floor(b.chain_ns));
+          EXPECT_GE(static_cast<double>(r.work_ns) + 1e-6, std::floor(b.bytes_ns));
+        }
+        EXPECT_EQ(s.time_ns, sum);
+        // The critical path runs without a hole from the stage start to its end.
+        TimeNs at = 0;
+        for (const PathStep& step : s.critical_path) {
+          EXPECT_EQ(step.start_ns, at);
+          EXPECT_GE(step.end_ns, step.start_ns);
+          at = step.end_ns;
+        }
+        EXPECT_EQ(at, s.time_ns);
+        EXPECT_EQ(s.path_work_ns + s.path_overhead_ns, s.time_ns);
+        for (double u : s.sm_utilization) {
+          EXPECT_GE(u, 0.0);
+          EXPECT_LE(u, 1.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(SimulatorPropertyTest, RegionTimeDoesNotDependOnWhatRanBeforeBeyondItsKind) {
+  // The same region inside two different compositions, each simulated by a fresh simulator:
+  // the same result.
+  Simulator a(tiny()), b(tiny());
+  const auto ra = a.simulate(parse(a, "decode: conv[0:4] mk[4:9] mk[9:28]", 4), 4);
+  const auto rb = b.simulate(parse(b, "decode: mk[0:2] conv[2:9] mk[9:28]", 4), 4);
+  // mk[9:28] follows an mk region in one and a conv region in the other: the same kernel gap.
+  EXPECT_EQ(ra.stage("decode").regions[2]->time_ns, rb.stage("decode").regions[2]->time_ns);
+  EXPECT_EQ(ra.stage("decode").regions[2]->work_ns, rb.stage("decode").regions[2]->work_ns);
+}
+
+}  // namespace
+}  // namespace megacut::simulator

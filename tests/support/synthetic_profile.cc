@@ -1,0 +1,99 @@
+#include "tests/support/synthetic_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "model/decoder.h"
+#include "model/schedule.h"
+
+namespace megacut::testing {
+namespace {
+
+using model::constant_stats;
+
+// Standalone configurations by kind: GEMMs get wide blocks and shared memory, attention many
+// registers, so regions that mix them exercise the register rule.
+simulator::RegionConfig config_for(std::string_view kind) {
+  if (kind == "linear" || kind == "lm-head") return {512, 96, 48 * 1024};
+  if (kind == "attention") return {128, 168, 16 * 1024};
+  return {128, 40, 0};
+}
+
+}  // namespace
+
+simulator::Profile synthetic_profile(const std::string& name, const std::vector<int64_t>& batches,
+                                     int64_t prompt_len, const SyntheticDevice& d) {
+  const model::ModelSpec spec = model::load_model(name);
+  simulator::Profile p;
+  p.model_name = spec.name;
+  p.model_config = spec.config;
+  p.prompt_len = prompt_len;
+  p.source = "synthetic " + name;
+  p.device.name = d.name;
+  p.device.sm_count = d.sm_count;
+  p.device.l2_bytes = 8 << 20;
+  p.device.registers_per_sm = d.registers_per_sm;
+  p.device.copy_bandwidth_gb_per_s = d.bytes_per_ns;
+  auto c = [](int64_t ns) { return constant_stats(static_cast<double>(ns)); };
+  p.micro.graph_launch_ns = c(d.graph_launch_ns);
+  p.micro.kernel_gap_ns = c(d.kernel_gap_ns);
+  p.micro.kernel_gap_pdl_ns = c(d.kernel_gap_pdl_ns);
+  p.micro.region_launch_ns = c(d.region_launch_ns);
+  p.micro.region_drain_ns = c(d.region_drain_ns);
+  p.micro.counter_signal_to_wait_ns = c(d.signal_latency_ns);
+
+  std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
+  for (int64_t batch : batches) {
+    const model::Scenario sc = model::make_scenario(spec, batch, prompt_len);
+    simulator::BatchProfile bp;
+    bp.batch = batch;
+    for (const model::Stage& stage : sc.stages) {
+      const model::Graph g = model::build_graph(spec, sc, stage.name);
+      simulator::StageProfile sp;
+      sp.stage = stage.name;
+      double graph_ns = static_cast<double>(d.graph_launch_ns);
+      for (const model::Op& op : g.ops()) {
+        const model::TileCost cost = g.op_cost(op.index);
+        const int64_t tiles = op.tiling.count();
+        simulator::OpProfile o;
+        o.index = op.index;
+        o.name = op.name;
+        o.kind = std::string(op.kind->name());
+
+        const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
+        const double waves = std::ceil(static_cast<double>(tiles) / d.sm_count);
+        const double per_tile_flops = static_cast<double>(cost.flops) / static_cast<double>(tiles);
+        const double kernel_ns =
+            static_cast<double>(d.kernel_overhead_ns) +
+            std::max(bytes / d.bytes_per_ns, waves * per_tile_flops / d.flops_per_ns_per_sm);
+        simulator::ConvKernel k;
+        k.kernel = "megacut::" + o.kind + "_kernel";
+        k.duration_ns = constant_stats(std::round(kernel_ns));
+        if (op.index + 1 < g.op_count()) k.gap_to_next_ns = c(d.kernel_gap_ns);
+        k.launch.grid = {std::min<int64_t>(tiles, 65535), 1, 1};
+        k.launch.block = {config_for(o.kind).threads, 1, 1};
+        k.launch.registers = config_for(o.kind).registers;
+        k.launch.smem_bytes = config_for(o.kind).smem_bytes;
+        graph_ns += std::round(kernel_ns) + (op.index + 1 < g.op_count() ? d.kernel_gap_ns : 0);
+        o.conv = k;
+
+        const double solo =
+            static_cast<double>(d.task_overhead_ns) + per_tile_flops / d.flops_per_ns_per_sm;
+        const double shared = bytes / static_cast<double>(tiles) / d.bytes_per_ns;
+        for (int ctas : cta_counts) {
+          const double x = static_cast<double>(std::min<int64_t>(ctas, tiles));
+          o.tasks.push_back({ctas, constant_stats(solo + shared * x)});
+        }
+        o.task_region = config_for(o.kind);
+        sp.ops.push_back(std::move(o));
+      }
+      sp.graph_ns = constant_stats(graph_ns);
+      bp.stages.push_back(std::move(sp));
+    }
+    p.batches.push_back(std::move(bp));
+  }
+  return p;
+}
+
+}  // namespace megacut::testing

@@ -1,0 +1,35 @@
+// Synthetic profiles for tests and benchmarks: every duration follows from each op's TileCost
+// at assumed device rates, so tests can predict what the simulator must answer. Never a
+// stand-in for a measured profile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simulator/profile.h"
+
+namespace megacut::testing {
+
+struct SyntheticDevice {
+  std::string name = "synthetic GPU";
+  int sm_count = 8;
+  double bytes_per_ns = 1000;        // device bandwidth (1 TB/s)
+  double flops_per_ns_per_sm = 500;  // one SM's arithmetic rate
+  int64_t registers_per_sm = 65536;
+  int64_t task_overhead_ns = 300;     // per task in a persistent region
+  int64_t kernel_overhead_ns = 2000;  // per conventional kernel
+  int64_t kernel_gap_ns = 800;
+  int64_t kernel_gap_pdl_ns = 300;
+  int64_t graph_launch_ns = 4000;
+  int64_t region_launch_ns = 3000;
+  int64_t region_drain_ns = 1000;
+  int64_t signal_latency_ns = 400;
+};
+
+// Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,
+// which the simulator's fit recovers exactly.
+simulator::Profile synthetic_profile(const std::string& model, const std::vector<int64_t>& batches,
+                                     int64_t prompt_len, const SyntheticDevice& device = {});
+
+}  // namespace megacut::testing
