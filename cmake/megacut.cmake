@@ -12,6 +12,11 @@ macro(megacut_detect_cuda)
     if(CMAKE_CUDA_COMPILER)
       set(CMAKE_CUDA_ARCHITECTURES ${MEGACUT_CUDA_ARCHITECTURES})
       enable_language(CUDA)
+      # CMake before 3.26 knows no C++20 flag for nvcc (CUDA 12+ takes -std=c++20).
+      if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+        set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      endif()
       set(CMAKE_CUDA_STANDARD 20)
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       find_package(CUDAToolkit REQUIRED)
@@ -42,7 +47,9 @@ function(megacut_add type name)
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   target_compile_options(${name} PRIVATE
-      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
+      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>
+      # CUDA sources: host code warns as C++ does; Boost's defaulted members trip nvcc's 20012.
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --diag-suppress=20012>)
   if(type STREQUAL "TEST")
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
     include(GoogleTest)

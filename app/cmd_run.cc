@@ -1,0 +1,160 @@
+// megacut run: a scenario on the GPU, each stage captured in a CUDA graph and replayed, with a
+// trtexec-like summary of time to first output, decode step and throughput.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/format.h"
+#include "executor/runner.h"
+#include "model/decoder.h"
+#include "model/error.h"
+
+namespace megacut::app {
+namespace {
+
+struct RunCommandOptions {
+  std::string model;
+  int64_t batch = 1;
+  int64_t prompt_len = model::kDefaultPromptLen;
+  std::string composition = "conv";
+  int runs = 50;
+  int warmup = 5;
+  std::string provider = "ours";
+  std::string weights_dir;
+  uint64_t seed = 0;
+  std::string json_path;
+  std::string save_weights_dir;
+  std::string dump_path;
+  int dump_steps = 8;
+};
+
+void print_stats(const char* label, const model::LatencyStats& s) {
+  std::printf(
+      "%-12s mean %.4f ms, p50 %.4f, p90 %.4f, p95 %.4f, p99 %.4f, min %.4f, max %.4f, "
+      "stdev %.4f (CV %.1f%%)\n",
+      label, s.mean, s.p50, s.p90, s.p95, s.p99, s.min, s.max, s.stdev,
+      100 * s.coefficient_of_variation());
+  if (s.high_variation()) {
+    std::printf(
+        "warning: %s varies by %.1f%% of its mean across runs; the GPU may be shared or "
+        "throttling\n",
+        label, 100 * s.coefficient_of_variation());
+  }
+}
+
+void dump_outputs(const std::string& path, const executor::ScenarioRunner& runner,
+                  const model::Scenario& scenario, int64_t vocab, int steps) {
+  using executor::safetensors::Dtype;
+  using executor::safetensors::TensorData;
+  const auto bytes = [](const auto& v) { return std::as_bytes(std::span(v)); };
+  const int64_t b = scenario.batch;
+  const std::vector<TensorData> tensors = {
+      {"prompt_tokens", Dtype::I32, {b, scenario.prompt_len}, bytes(runner.prompt_tokens())},
+      {"prefill_logits", Dtype::F32, {b, vocab}, bytes(runner.prefill_logits())},
+      {"decode_logits", Dtype::F32, {steps, b, vocab}, bytes(runner.decode_logits())},
+      {"decode_tokens", Dtype::I32, {steps, b}, bytes(runner.decode_tokens())}};
+  executor::safetensors::write_file(path, tensors);
+}
+
+void run(const RunCommandOptions& o) {
+  executor::LinearProvider provider = executor::LinearProvider::ours;
+  if (o.provider == "cublaslt") {
+    provider = executor::LinearProvider::cublaslt;
+  } else if (o.provider != "ours") {
+    throw Error("--provider: '" + o.provider + "' is not a provider (ours, cublaslt)");
+  }
+  if (o.runs < 1) throw Error("--runs: must be at least 1");
+  if (o.warmup < 0) throw Error("--warmup: must not be negative");
+
+  executor::LoadedCheckpoint checkpoint;
+  if (!o.weights_dir.empty()) {
+    checkpoint = executor::load_checkpoint(o.weights_dir);
+  } else {
+    checkpoint.model = model::load_model(o.model);
+    checkpoint.weights = executor::HostWeights::random(checkpoint.model, o.seed);
+  }
+  const model::ModelSpec& spec = checkpoint.model;
+  const model::Scenario scenario = model::make_scenario(spec, o.batch, o.prompt_len);
+  std::vector<model::StageShape> shapes;
+  for (const model::Stage& s : scenario.stages) {
+    shapes.push_back({s.name, model::build_decoder_stage(spec.decoder, s, o.batch).op_count()});
+  }
+  const model::Composition composition = model::parse_composition(o.composition, shapes);
+  if (!(composition == model::uniform_composition(shapes, model::RegionKind::conv))) {
+    throw Error("--composition: only all-conventional ('conv') runs are built so far; '" +
+                composition.to_string() + "' has megakernel regions");
+  }
+  if (!o.save_weights_dir.empty()) {
+    executor::save_checkpoint(o.save_weights_dir, spec, checkpoint.weights);
+    std::printf("weights saved to %s\n", o.save_weights_dir.c_str());
+  }
+
+  executor::RunOptions options;
+  options.runs = o.runs;
+  options.warmup = o.warmup;
+  options.provider = provider;
+  options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
+  executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
+
+  if (!o.dump_path.empty()) {
+    runner.generate(o.dump_steps);
+    dump_outputs(o.dump_path, runner, scenario, spec.decoder.vocab_size, o.dump_steps);
+    std::printf("outputs of a %d-step greedy generation written to %s\n", o.dump_steps,
+                o.dump_path.c_str());
+  }
+
+  executor::Measurement m = runner.measure();
+  m.composition = composition.to_string();
+  std::printf("megacut run: %s, batch %lld, prompt %lld tokens, composition %s\n",
+              spec.name.c_str(), static_cast<long long>(o.batch),
+              static_cast<long long>(o.prompt_len), o.composition.c_str());
+  std::printf("device: %s; linear provider: %s; weights: %s (%s); device memory %s\n",
+              m.device.c_str(), m.provider.c_str(), checkpoint.weights.source().c_str(),
+              format_bytes(checkpoint.weights.total_bytes()).c_str(),
+              format_bytes(runner.device_bytes()).c_str());
+  std::printf("each stage one CUDA graph; %d warm-up runs, %d timed runs (CUDA events)\n", m.warmup,
+              o.runs);
+  print_stats("TTFO", m.ttfo);
+  print_stats("decode step", m.decode_step);
+  std::printf("throughput   %.1f tokens/s (batch %lld / decode step p50)\n", m.tokens_per_s,
+              static_cast<long long>(o.batch));
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    if (!(out << m.to_json().dump(2) << "\n")) throw Error(o.json_path + ": cannot write file");
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& root) {
+  auto o = std::make_shared<RunCommandOptions>();
+  CLI::App* cmd = root.add_subcommand("run", "Run and time a scenario on the GPU");
+  cmd->add_option("--model,-m", o->model, "Bundled model name, config.json, or checkpoint dir");
+  cmd->add_option("--weights", o->weights_dir,
+                  "Checkpoint directory (config.json + safetensors); default: random weights");
+  cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--batch,-b", o->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
+      ->capture_default_str();
+  cmd->add_option("--composition,-c", o->composition, "Composition to run")->capture_default_str();
+  cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up runs")->capture_default_str();
+  cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Write measurement.json here");
+  cmd->add_option("--save-weights", o->save_weights_dir,
+                  "Save the weights as a Hugging Face checkpoint directory");
+  cmd->add_option("--dump", o->dump_path,
+                  "Write the prompt and the logits of a greedy generation (safetensors)");
+  cmd->add_option("--dump-steps", o->dump_steps, "Decode steps of the dumped generation")
+      ->capture_default_str();
+  cmd->callback([o] {
+    if (o->model.empty() == o->weights_dir.empty()) {
+      throw Error("run: give exactly one of --model and --weights");
+    }
+    run(*o);
+  });
+}
+
+}  // namespace megacut::app

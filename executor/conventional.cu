@@ -1,0 +1,349 @@
+// The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; launch_op
+// picks the body for an op from its kind and tile shape through a small registry of kinds.
+#include <cublasLt.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "executor/conventional.h"
+#include "executor/cuda_check.h"
+#include "executor/tile_layouts.cuh"
+#include "model/error.h"
+
+namespace megacut::executor {
+namespace {
+
+using model::Graph;
+using model::Op;
+
+// CTAs per SM the register budget must allow: Body::kMinBlocksPerSm where a body asks (the
+// weight-streaming bodies want two), else 1. With ptxas's own default it would aim at two and
+// spill the widest GEMM tile at 128 registers.
+template <class Body>
+constexpr int min_blocks_per_sm() {
+  if constexpr (requires { Body::kMinBlocksPerSm; }) {
+    return Body::kMinBlocksPerSm;
+  } else {
+    return 1;
+  }
+}
+
+template <class Body>
+__global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
+    tile_kernel(const typename Body::Layout layout) {
+  extern __shared__ __align__(128) char smem[];
+  Body::run(layout, blockIdx.x, smem);
+}
+
+constexpr int kDefaultSmemBytes = 48 * 1024;
+
+// Lets tile_kernel<Body> take up to the device's opt-in shared memory; once per process.
+template <class Body>
+void raise_smem_limit() {
+  static const bool raised = [] {
+    int device = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaFuncSetAttribute(tile_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    optin));
+    return true;
+  }();
+  (void)raised;
+}
+
+template <class Body>
+void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream) {
+  const int smem_bytes = Body::smem_bytes(layout);
+  if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
+  const long long tiles = layout.grid.count();
+  tile_kernel<Body><<<static_cast<unsigned>(tiles), Body::kThreads, smem_bytes, stream>>>(layout);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename OutT>
+void launch_linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, cudaStream_t stream) {
+  using namespace tiles;
+  auto gemv = [&]<int kCols>() {
+    if (s.m_tiles == 1) return launch_tiles<LinearGemvTile<kCols, 1, OutT>>(l, stream);
+    if (s.m_tiles == 2) return launch_tiles<LinearGemvTile<kCols, 2, OutT>>(l, stream);
+    return launch_tiles<LinearGemvTile<kCols, 4, OutT>>(l, stream);
+  };
+  auto body = [&]<int kCols>() {
+    if (s.mma) return launch_tiles<LinearMmaTile<kCols, OutT>>(l, stream);
+    return gemv.template operator()<kCols>();
+  };
+  switch (s.cols) {
+    case 16:
+      return body.template operator()<16>();
+    case 32:
+      return body.template operator()<32>();
+    case 64:
+      return body.template operator()<64>();
+    default:
+      return body.template operator()<128>();
+  }
+}
+
+template <int kHeadDim>
+void launch_attention_hd(const tiles::AttentionLayout& l, const AttentionShape& s,
+                         cudaStream_t stream) {
+  using namespace tiles;
+  if (!s.decode) return launch_tiles<AttentionPrefillTile<kHeadDim>>(l, stream);
+  switch (s.max_group) {
+    case 1:
+      return launch_tiles<AttentionDecodeTile<kHeadDim, 1>>(l, stream);
+    case 2:
+      return launch_tiles<AttentionDecodeTile<kHeadDim, 2>>(l, stream);
+    case 4:
+      return launch_tiles<AttentionDecodeTile<kHeadDim, 4>>(l, stream);
+    default:
+      return launch_tiles<AttentionDecodeTile<kHeadDim, 8>>(l, stream);
+  }
+}
+
+void launch_attention(const tiles::AttentionLayout& l, const AttentionShape& s,
+                      cudaStream_t stream) {
+  switch (s.head_dim) {
+    case 16:
+      return launch_attention_hd<16>(l, s, stream);
+    case 32:
+      return launch_attention_hd<32>(l, s, stream);
+    case 64:
+      return launch_attention_hd<64>(l, s, stream);
+    default:
+      return launch_attention_hd<128>(l, s, stream);
+  }
+}
+
+struct LaunchArgs {
+  const Graph& graph;
+  const Op& op;
+  const StageBuffers& buffers;
+  cudaStream_t stream;
+  LinearProvider provider;
+  KernelContext* context;
+};
+
+void launch_matmul(const LaunchArgs& a, bool f32_out) {
+  if (a.provider == LinearProvider::cublaslt) {
+    if (a.context == nullptr) {
+      throw Error("op " + a.op.name + ": the cuBLASLt provider needs a KernelContext");
+    }
+    const auto l = linear_layout(a.graph, a.op, a.buffers);  // pointers only; dtype unused
+    a.context->lt_matmul(l.x, l.w, l.y, a.op.tiling.rows, l.n, l.k, f32_out, a.stream);
+    return;
+  }
+  if (f32_out)
+    return launch_linear(lm_head_layout(a.graph, a.op, a.buffers), linear_shape(a.op), a.stream);
+  launch_linear(linear_layout(a.graph, a.op, a.buffers), linear_shape(a.op), a.stream);
+}
+
+// The registry: one launcher per op kind.
+struct KindLauncher {
+  std::string_view kind;
+  void (*launch)(const LaunchArgs&);
+};
+
+constexpr KindLauncher kLaunchers[] = {
+    {"embedding",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::EmbeddingTile>(embedding_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"rmsnorm",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::RmsNormTile>(rmsnorm_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"linear", [](const LaunchArgs& a) { launch_matmul(a, false); }},
+    {"lm-head", [](const LaunchArgs& a) { launch_matmul(a, true); }},
+    {"qk-norm",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::QkNormTile>(qk_norm_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"rope",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::RopeTile>(rope_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"kv-append",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::KvAppendTile>(kv_append_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"attention",
+     [](const LaunchArgs& a) {
+       launch_attention(attention_layout(a.graph, a.op, a.buffers), attention_shape(a.op),
+                        a.stream);
+     }},
+    {"silu-mul",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::SiluMulTile>(silu_mul_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+    {"residual-add",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::ResidualAddTile>(residual_add_layout(a.graph, a.op, a.buffers),
+                                            a.stream);
+     }},
+    {"argmax",
+     [](const LaunchArgs& a) {
+       launch_tiles<tiles::ArgmaxTile>(argmax_layout(a.graph, a.op, a.buffers), a.stream);
+     }},
+};
+
+// Every body whose shared memory can pass the default limit, for prepare_kernels.
+template <class... Bodies>
+void raise_all() {
+  (raise_smem_limit<Bodies>(), ...);
+}
+
+template <typename OutT, int kCols>
+void raise_linear_width() {
+  using namespace tiles;
+  raise_all<LinearMmaTile<kCols, OutT>, LinearGemvTile<kCols, 1, OutT>,
+            LinearGemvTile<kCols, 2, OutT>, LinearGemvTile<kCols, 4, OutT>>();
+}
+
+template <typename OutT>
+void raise_linear() {
+  raise_linear_width<OutT, 16>();
+  raise_linear_width<OutT, 32>();
+  raise_linear_width<OutT, 64>();
+  raise_linear_width<OutT, 128>();
+}
+
+}  // namespace
+
+std::string_view provider_name(LinearProvider provider) {
+  return provider == LinearProvider::ours ? "ours" : "cublaslt";
+}
+
+void prepare_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    raise_linear<tiles::bf16>();
+    raise_linear<float>();
+    raise_all<tiles::AttentionPrefillTile<64>, tiles::AttentionPrefillTile<128>>();
+  });
+}
+
+void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
+               LinearProvider provider, KernelContext* context) {
+  const Op& o = graph.op(op);
+  const bool cublas = provider == LinearProvider::cublaslt &&
+                      (o.kind->name() == "linear" || o.kind->name() == "lm-head");
+  // cuBLASLt takes any tiling; our bodies need theirs.
+  if (!cublas) {
+    if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
+  }
+  for (const KindLauncher& k : kLaunchers) {
+    if (k.kind == o.kind->name()) {
+      return k.launch(LaunchArgs{graph, o, buffers, stream, provider, context});
+    }
+  }
+  throw Error("op " + o.name + ": no conventional kernel for op kind '" +
+              std::string(o.kind->name()) + "'");
+}
+
+// ---- cuBLASLt ------------------------------------------------------------------------------
+
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                " failed: cuBLAS status " + std::to_string(static_cast<int>(status)));
+  }
+}
+
+#define CUBLAS_CHECK(expr) check_cublas((expr), #expr, __FILE__, __LINE__)
+
+// One matmul shape: descriptors and the algorithm the heuristic chose.
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+}  // namespace
+
+struct KernelContext::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, LtPlan> plans;
+
+  // Row-major y (m, n) = x (m, k) W (n, k)^T is column-major y^T (n, m) = W^T x^T: cuBLASLt's
+  // A is W seen as column-major (k, n), transposed; B is x seen as column-major (k, m).
+  const LtPlan& plan(int64_t m, int64_t n, int64_t k, bool f32_out) {
+    std::lock_guard lock(mutex);
+    auto [it, fresh] = plans.try_emplace({m, n, k, f32_out});
+    if (!fresh) return it->second;
+    LtPlan& p = it->second;
+    try {
+      CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
+                                                  sizeof(transpose)));
+      CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)));
+      CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, n, k));
+      CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, m, k));
+      CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, f32_out ? CUDA_R_32F : CUDA_R_16BF, n, m, n));
+      cublasLtMatmulPreference_t pref = nullptr;
+      CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref,
+                                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                        &workspace_bytes, sizeof(workspace_bytes)));
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c,
+                                                                   p.c, pref, 1, &result, &found);
+      cublasLtMatmulPreferenceDestroy(pref);
+      if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+        throw Error("cuBLASLt has no algorithm for y(" + std::to_string(m) + ", " +
+                    std::to_string(n) + ") = x(" + std::to_string(m) + ", " + std::to_string(k) +
+                    ") W^T with " + (f32_out ? "f32" : "bf16") + " output (status " +
+                    std::to_string(static_cast<int>(status)) + ")");
+      }
+      p.algo = result.algo;
+    } catch (...) {
+      destroy(p);
+      plans.erase(it);
+      throw;
+    }
+    return p;
+  }
+
+  static void destroy(LtPlan& p) {
+    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+  }
+
+  ~Impl() {
+    for (auto& [key, p] : plans) destroy(p);
+    if (workspace) cudaFree(workspace);
+    if (handle) cublasLtDestroy(handle);
+  }
+};
+
+KernelContext::KernelContext(size_t cublaslt_workspace_bytes) : impl_(std::make_unique<Impl>()) {
+  CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
+  impl_->workspace_bytes = cublaslt_workspace_bytes;
+  if (cublaslt_workspace_bytes > 0) {
+    CUDA_CHECK(cudaMalloc(&impl_->workspace, cublaslt_workspace_bytes));
+  }
+}
+
+KernelContext::~KernelContext() = default;
+
+void KernelContext::lt_matmul(const void* x, const void* w, void* y, int64_t m, int64_t n,
+                              int64_t k, bool f32_out, cudaStream_t stream) {
+  const LtPlan& p = impl_->plan(m, n, k, f32_out);
+  const float alpha = 1.f, beta = 0.f;
+  CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c,
+                              &p.algo, impl_->workspace, impl_->workspace_bytes, stream));
+}
+
+}  // namespace megacut::executor

@@ -1,0 +1,240 @@
+#include "executor/reference/op_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+
+#include "executor/bf16.h"
+#include "model/error.h"
+
+namespace megacut::reference {
+namespace {
+
+int64_t rows_of(std::span<const float> values, int64_t cols, const char* what) {
+  if (cols <= 0 || values.size() % cols != 0) {
+    throw Error(std::string("reference: ") + what + " has " + std::to_string(values.size()) +
+                " values, not a multiple of " + std::to_string(cols) + " columns");
+  }
+  return static_cast<int64_t>(values.size()) / cols;
+}
+
+void expect_size(std::span<const float> values, int64_t size, const char* what) {
+  if (static_cast<int64_t>(values.size()) != size) {
+    throw Error(std::string("reference: ") + what + " has " + std::to_string(values.size()) +
+                " values, expected " + std::to_string(size));
+  }
+}
+
+// HF RMSNorm of one vector: the normalized value is cast to bf16 before the weight multiplies.
+void rms_normalize(const float* x, const float* w, int64_t n, double eps, double* y) {
+  double sum_sq = 0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += double(x[i]) * x[i];
+  const double inv_rms = 1.0 / std::sqrt(sum_sq / n + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = round_bf16(x[i] * inv_rms) * w[i];
+}
+
+}  // namespace
+
+double round_bf16(double x) { return executor::round_to_bf16(static_cast<float>(x)); }
+
+std::vector<float> round_bf16(std::span<const double> values) {
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<float>(round_bf16(values[i]));
+  return out;
+}
+
+std::vector<double> embedding(std::span<const int32_t> ids, std::span<const float> table,
+                              int64_t hidden) {
+  const int64_t vocab = rows_of(table, hidden, "embedding table");
+  std::vector<double> out(ids.size() * hidden);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab) {
+      throw Error("reference: token id " + std::to_string(ids[t]) + " outside [0, " +
+                  std::to_string(vocab) + ")");
+    }
+    std::copy_n(table.begin() + ids[t] * hidden, hidden, out.begin() + t * hidden);
+  }
+  return out;
+}
+
+std::vector<double> rmsnorm(std::span<const float> x, int64_t cols, std::span<const float> weight,
+                            double eps, int64_t select_stride) {
+  const int64_t rows_in = rows_of(x, cols, "rmsnorm input");
+  expect_size(weight, cols, "rmsnorm weight");
+  const int64_t rows = rows_in / select_stride;
+  std::vector<double> out(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t in_row = r * select_stride + select_stride - 1;
+    rms_normalize(&x[in_row * cols], weight.data(), cols, eps, &out[r * cols]);
+  }
+  return out;
+}
+
+std::vector<double> linear(std::span<const float> x, std::span<const float> w, int64_t k) {
+  const int64_t rows = rows_of(x, k, "linear input");
+  const int64_t n = rows_of(w, k, "linear weight");
+  std::vector<double> y(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = &x[r * k];
+    for (int64_t c = 0; c < n; ++c) {
+      const float* wc = &w[c * k];
+      double sum = 0;
+      for (int64_t i = 0; i < k; ++i) sum += double(xr[i]) * wc[i];
+      y[r * n + c] = sum;
+    }
+  }
+  return y;
+}
+
+std::vector<double> qk_norm(std::span<const float> qkv, int64_t qkv_cols, const HeadShape& s,
+                            std::span<const float> q_norm, std::span<const float> k_norm,
+                            double eps) {
+  const int64_t rows = rows_of(qkv, qkv_cols, "qk-norm input");
+  expect_size(q_norm, s.head_dim, "q_norm weight");
+  expect_size(k_norm, s.head_dim, "k_norm weight");
+  const int64_t heads = s.heads + s.kv_heads, out_cols = heads * s.head_dim;
+  std::vector<double> out(rows * out_cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* w = h < s.heads ? q_norm.data() : k_norm.data();
+      rms_normalize(&qkv[r * qkv_cols + h * s.head_dim], w, s.head_dim, eps,
+                    &out[r * out_cols + h * s.head_dim]);
+    }
+  }
+  return out;
+}
+
+std::vector<double> rope_inv_freq(int64_t head_dim, const RopeParams& p) {
+  std::vector<double> inv(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    inv[i] = 1.0 / std::pow(p.theta, double(2 * i) / double(head_dim));
+    if (!p.llama3) continue;
+    // transformers' _compute_llama3_parameters, element by element.
+    const double low_freq_wavelen = p.original_max_position / p.low_freq_factor;
+    const double high_freq_wavelen = p.original_max_position / p.high_freq_factor;
+    const double wavelen = 2 * std::numbers::pi / inv[i];
+    const double scaled = wavelen > low_freq_wavelen ? inv[i] / p.factor : inv[i];
+    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    if (medium) {
+      const double smooth = (p.original_max_position / wavelen - p.low_freq_factor) /
+                            (p.high_freq_factor - p.low_freq_factor);
+      inv[i] = (1 - smooth) * scaled / p.factor + smooth * scaled;
+    } else {
+      inv[i] = scaled;
+    }
+  }
+  return inv;
+}
+
+std::vector<double> rope(std::span<const float> x, int64_t x_cols, const HeadShape& s,
+                         const StageShape& stage, const RopeParams& params) {
+  const int64_t rows = rows_of(x, x_cols, "rope input");
+  const int64_t out_cols = (s.heads + s.kv_heads) * s.head_dim, half = s.head_dim / 2;
+  const std::vector<double> inv = rope_inv_freq(s.head_dim, params);
+  std::vector<double> out(rows * out_cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double pos = double(stage.past_len + r % stage.seq_len);
+    for (int64_t h = 0; h < s.heads + s.kv_heads; ++h) {
+      const float* in = &x[r * x_cols + h * s.head_dim];
+      double* y = &out[r * out_cols + h * s.head_dim];
+      for (int64_t i = 0; i < half; ++i) {
+        const double c = std::cos(pos * inv[i]), sn = std::sin(pos * inv[i]);
+        y[i] = in[i] * c - in[i + half] * sn;
+        y[i + half] = in[i + half] * c + in[i] * sn;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> kv_append(std::span<const float> rope_out, std::span<const float> qkv,
+                              const HeadShape& s) {
+  const int64_t q_cols = s.heads * s.head_dim, kv_cols = s.kv_heads * s.head_dim;
+  const int64_t rope_cols = q_cols + kv_cols, qkv_cols = q_cols + 2 * kv_cols;
+  const int64_t rows = rows_of(rope_out, rope_cols, "kv-append keys");
+  expect_size(qkv, rows * qkv_cols, "kv-append values");
+  std::vector<double> out(rows * 2 * kv_cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < kv_cols; ++c) {
+      out[r * 2 * kv_cols + c] = rope_out[r * rope_cols + q_cols + c];
+      out[r * 2 * kv_cols + kv_cols + c] = qkv[r * qkv_cols + q_cols + kv_cols + c];
+    }
+  }
+  return out;
+}
+
+std::vector<double> attention(std::span<const float> q, int64_t q_cols,
+                              std::span<const float> cache, int64_t capacity, const HeadShape& s,
+                              const StageShape& stage, int64_t window) {
+  const int64_t rows = rows_of(q, q_cols, "attention queries");
+  const int64_t kv_cols = s.kv_heads * s.head_dim, group = s.heads / s.kv_heads;
+  expect_size(cache, stage.batch * capacity * 2 * kv_cols, "attention KV cache");
+  const int64_t out_cols = s.heads * s.head_dim;
+  const double scale = 1.0 / std::sqrt(double(s.head_dim));
+  std::vector<double> out(rows * out_cols), scores;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t seq = r / stage.seq_len, pos = stage.past_len + r % stage.seq_len;
+    const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    const float* base = &cache[seq * capacity * 2 * kv_cols];
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kv_head = h / group;
+      const float* query = &q[r * q_cols + h * s.head_dim];
+      scores.assign(pos - lo + 1, 0.0);
+      double max_score = -std::numeric_limits<double>::infinity();
+      for (int64_t j = lo; j <= pos; ++j) {
+        const float* key = base + j * 2 * kv_cols + kv_head * s.head_dim;
+        double dot = 0;
+        for (int64_t d = 0; d < s.head_dim; ++d) dot += double(query[d]) * key[d];
+        scores[j - lo] = dot * scale;
+        max_score = std::max(max_score, scores[j - lo]);
+      }
+      double total = 0;
+      for (double& score : scores) total += (score = std::exp(score - max_score));
+      double* y = &out[r * out_cols + h * s.head_dim];
+      for (int64_t j = lo; j <= pos; ++j) {
+        const float* value = base + j * 2 * kv_cols + kv_cols + kv_head * s.head_dim;
+        const double p = scores[j - lo] / total;
+        for (int64_t d = 0; d < s.head_dim; ++d) y[d] += p * value[d];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> silu_mul(std::span<const float> gate_up, int64_t cols) {
+  const int64_t rows = rows_of(gate_up, 2 * cols, "silu-mul input");
+  std::vector<double> out(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = gate_up[r * 2 * cols + c], u = gate_up[r * 2 * cols + cols + c];
+      out[r * cols + c] = g / (1 + std::exp(-g)) * u;
+    }
+  }
+  return out;
+}
+
+std::vector<double> residual_add(std::span<const float> a, std::span<const float> b) {
+  expect_size(b, static_cast<int64_t>(a.size()), "residual-add second input");
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = double(a[i]) + b[i];
+  return out;
+}
+
+std::vector<int32_t> argmax(std::span<const float> logits, int64_t vocab) {
+  const int64_t rows = rows_of(logits, vocab, "argmax input");
+  std::vector<int32_t> out(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = &logits[r * vocab];
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i) {
+      if (std::isnan(row[best])) break;
+      if (std::isnan(row[i]) || row[i] > row[best]) best = i;
+    }
+    out[r] = static_cast<int32_t>(best);
+  }
+  return out;
+}
+
+}  // namespace megacut::reference

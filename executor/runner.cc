@@ -1,0 +1,396 @@
+#include "executor/runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "executor/cuda_check.h"
+#include "model/decoder.h"
+#include "model/error.h"
+
+namespace megacut::executor {
+namespace {
+
+constexpr int64_t kAlignBytes = 256;
+
+int64_t align_up(int64_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
+
+std::string gigabytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return text;
+}
+
+// Buffers are shared between stages by name: KV caches (state) and the token loop (the prefill's
+// argmax output is the decode's input, and each decode step reads and rewrites it).
+std::string buffer_key(const model::Graph& graph, const model::Tensor& tensor) {
+  if (tensor.role == model::TensorRole::state) return tensor.name;
+  if (tensor.name == "next_token" || (graph.stage() != "prefill" && tensor.name == "token_ids")) {
+    return "tokens";
+  }
+  return graph.stage() + "/" + tensor.name;
+}
+
+class DeviceArena {
+ public:
+  DeviceArena() = default;
+  explicit DeviceArena(int64_t bytes) : bytes_(bytes) {
+    if (bytes > 0) CUDA_CHECK(cudaMalloc(&ptr_, static_cast<size_t>(bytes)));
+  }
+  ~DeviceArena() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+  DeviceArena(DeviceArena&& other) noexcept { *this = std::move(other); }
+  DeviceArena& operator=(DeviceArena&& other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  std::byte* data() const { return static_cast<std::byte*>(ptr_); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  int64_t bytes_ = 0;
+};
+
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  ~CudaGraph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  template <class Launch>
+  void capture(cudaStream_t stream, Launch&& launch) {
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      launch();
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  bool captured() const { return exec_ != nullptr; }
+  void replay(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+struct Stage {
+  explicit Stage(model::Graph g) : graph(std::move(g)) {}
+  model::Graph graph;
+  StageBuffers buffers;
+  CudaGraph cuda_graph;
+};
+
+nlohmann::json cost_json(const model::TileCost& cost) {
+  return {{"bytes_read", cost.bytes_read},
+          {"bytes_written", cost.bytes_written},
+          {"flops", cost.flops}};
+}
+
+}  // namespace
+
+nlohmann::json Measurement::to_json() const {
+  return {{"schema", "megacut.measurement/1"},
+          {"model", model},
+          {"batch", batch},
+          {"prompt_len", prompt_len},
+          {"composition", composition},
+          {"provider", provider},
+          {"device", device},
+          {"warmup_runs", warmup},
+          {"ttfo", model::stats_to_json(ttfo)},
+          {"decode_step", model::stats_to_json(decode_step)},
+          {"tokens_per_s", tokens_per_s},
+          {"weight_bytes", weight_bytes},
+          {"prefill_cost", cost_json(prefill_cost)},
+          {"decode_cost", cost_json(decode_cost)},
+          {"copy_bytes_per_s", copy_bytes_per_s}};
+}
+
+double measure_copy_bandwidth(int64_t bytes) {
+  DeviceArena from(bytes), to(bytes);
+  CUDA_CHECK(cudaMemset(from.data(), 0x3c, static_cast<size_t>(bytes)));
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> seconds;
+  for (int i = 0; i < 13; ++i) {
+    CUDA_CHECK(cudaEventRecord(start));
+    CUDA_CHECK(cudaMemcpyAsync(to.data(), from.data(), static_cast<size_t>(bytes),
+                               cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (i >= 3) seconds.push_back(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * static_cast<double>(bytes) / seconds[seconds.size() / 2];
+}
+
+struct ScenarioRunner::Impl {
+  model::ModelSpec model;
+  model::Scenario scenario;
+  RunOptions options;
+  std::string device_name;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  std::unique_ptr<KernelContext> context;
+  WeightArenaPlan weight_plan;
+  DeviceArena weights;
+  DeviceArena activations;
+  std::map<std::string, std::byte*> buffers;            // by buffer_key
+  std::vector<std::unique_ptr<Stage>> stages;           // prefill, decode
+  std::map<int64_t, std::unique_ptr<Stage>> decode_at;  // generate(): decode by past length
+  int64_t kv_capacity = 0;
+
+  std::vector<int32_t> prompt;
+  std::vector<float> prefill_logits, decode_logits;
+  std::vector<int32_t> decode_tokens;
+
+  Impl(const model::ModelSpec& m, const model::Scenario& s, const HostWeights& host, RunOptions o)
+      : model(m), scenario(s), options(o) {
+    for (const model::Stage& stage : scenario.stages) {
+      stages.push_back(std::make_unique<Stage>(
+          model::build_decoder_stage(model.decoder, stage, scenario.batch)));
+    }
+    for (const auto& stage : stages) host.check(stage->graph);
+    kv_capacity = scenario.prompt_len + std::max(1, options.decode_steps);
+    if (kv_capacity > model.decoder.max_position) {
+      throw Error("prompt of " + std::to_string(scenario.prompt_len) + " tokens plus " +
+                  std::to_string(options.decode_steps) + " decode steps exceeds " +
+                  model.config_path.string() + " max_position_embeddings " +
+                  std::to_string(model.decoder.max_position));
+    }
+
+    std::vector<const model::Graph*> graphs;
+    for (const auto& stage : stages) graphs.push_back(&stage->graph);
+    weight_plan = plan_weight_arena(graphs);
+
+    // Activation and state buffers, by key, sized before anything is allocated.
+    std::map<std::string, int64_t> sizes;
+    for (const auto& stage : stages) {
+      for (const model::Tensor& t : stage->graph.tensors()) {
+        if (t.role == model::TensorRole::weight) continue;
+        int64_t bytes = t.bytes();
+        if (t.role == model::TensorRole::state) bytes = bytes / t.shape[1] * kv_capacity;
+        int64_t& size = sizes[buffer_key(stage->graph, t)];
+        size = std::max(size, bytes);
+      }
+    }
+    int64_t activation_bytes = 0;
+    for (const auto& [key, bytes] : sizes) activation_bytes += align_up(bytes);
+
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    device_name = prop.name;
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const int64_t needed =
+        weight_plan.arena_bytes + activation_bytes + int64_t{KernelContext::kDefaultWorkspaceBytes};
+    if (needed > static_cast<int64_t>(free_bytes)) {
+      throw Error(model.name + " at batch " + std::to_string(scenario.batch) + ", prompt " +
+                  std::to_string(scenario.prompt_len) + " needs " + gigabytes(needed) +
+                  " of device memory (weights " + gigabytes(weight_plan.arena_bytes) +
+                  ", activations and KV cache " + gigabytes(activation_bytes) + "); " +
+                  device_name + " has " + gigabytes(static_cast<int64_t>(free_bytes)) + " free");
+    }
+
+    weights = DeviceArena(weight_plan.arena_bytes);
+    {
+      const std::vector<std::byte> packed = pack_weight_arena(weight_plan, host);
+      CUDA_CHECK(cudaMemcpy(weights.data(), packed.data(), packed.size(), cudaMemcpyHostToDevice));
+    }
+    activations = DeviceArena(activation_bytes);
+    std::byte* next = activations.data();
+    for (const auto& [key, bytes] : sizes) {
+      buffers[key] = next;
+      next += align_up(bytes);
+    }
+    // Poison activations so a read of something never written shows up as NaN, not as zeros.
+    CUDA_CHECK(cudaMemset(activations.data(), 0xff, static_cast<size_t>(activation_bytes)));
+
+    for (size_t g = 0; g < stages.size(); ++g) {
+      stages[g]->buffers = stage_buffers(
+          stages[g]->graph, op_weight_pointers(weight_plan, static_cast<int>(g), weights.data()));
+    }
+
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    if (options.provider == LinearProvider::cublaslt) context = std::make_unique<KernelContext>();
+    prepare_kernels();
+
+    // The prompt: random token ids, the same for every run.
+    std::mt19937_64 rng(options.token_seed);
+    std::uniform_int_distribution<int32_t> token(
+        0, static_cast<int32_t>(model.decoder.vocab_size) - 1);
+    prompt.resize(static_cast<size_t>(scenario.batch * scenario.prompt_len));
+    for (int32_t& t : prompt) t = token(rng);
+    CUDA_CHECK(cudaMemcpy(buffers.at("prefill/token_ids"), prompt.data(),
+                          prompt.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  }
+
+  ~Impl() {
+    if (start != nullptr) cudaEventDestroy(start);
+    if (stop != nullptr) cudaEventDestroy(stop);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  StageBuffers stage_buffers(const model::Graph& graph, std::vector<const void*> op_weights) {
+    StageBuffers b;
+    b.tensors.assign(graph.tensors().size(), nullptr);
+    for (size_t id = 0; id < graph.tensors().size(); ++id) {
+      const model::Tensor& t = graph.tensors()[id];
+      if (t.role != model::TensorRole::weight) b.tensors[id] = buffers.at(buffer_key(graph, t));
+    }
+    b.op_weights = std::move(op_weights);
+    b.kv_capacity = kv_capacity;
+    return b;
+  }
+
+  void launch(const Stage& stage) {
+    for (int op = 0; op < stage.graph.op_count(); ++op) {
+      launch_op(stage.graph, op, stage.buffers, stream, options.provider, context.get());
+    }
+  }
+
+  Stage& stage(std::string_view name) {
+    for (auto& s : stages) {
+      if (s->graph.stage() == name) return *s;
+    }
+    throw Error("no stage " + std::string(name));
+  }
+
+  template <class T>
+  std::vector<T> download(const std::string& key, size_t count) {
+    std::vector<T> host(count);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaMemcpy(host.data(), buffers.at(key), count * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+  // One replay of `stage`'s graph, timed alone with CUDA events.
+  double time_replay(const Stage& stage) {
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    stage.cuda_graph.replay(stream);
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float elapsed_ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&elapsed_ms, start, stop));
+    return elapsed_ms;
+  }
+};
+
+ScenarioRunner::ScenarioRunner(const model::ModelSpec& model, const model::Scenario& scenario,
+                               const HostWeights& weights, RunOptions options)
+    : impl_(std::make_unique<Impl>(model, scenario, weights, options)) {}
+
+ScenarioRunner::~ScenarioRunner() = default;
+
+int64_t ScenarioRunner::device_bytes() const {
+  return impl_->weights.bytes() + impl_->activations.bytes();
+}
+
+Measurement ScenarioRunner::measure() {
+  Impl& m = *impl_;
+  Stage& prefill = m.stage("prefill");
+  Stage& decode = m.stage("decode");
+  for (Stage* s : {&prefill, &decode}) {
+    if (s->cuda_graph.captured()) continue;
+    m.launch(*s);  // eager first: cuBLASLt picks its plans outside the capture
+    CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    s->cuda_graph.capture(m.stream, [&] { m.launch(*s); });
+  }
+  // Prefill and decode replays alternate, as in serving: each decode step starts from the cache
+  // and token the prefill before it left.
+  std::vector<double> ttfo_ms, decode_ms;
+  for (int i = 0; i < m.options.warmup + m.options.runs; ++i) {
+    const bool timed = i >= m.options.warmup;
+    const double prefill_ms = m.time_replay(prefill);
+    const double step_ms = m.time_replay(decode);
+    if (timed) {
+      ttfo_ms.push_back(prefill_ms);
+      decode_ms.push_back(step_ms);
+    }
+  }
+  Measurement r;
+  r.model = m.model.name;
+  r.batch = m.scenario.batch;
+  r.prompt_len = m.scenario.prompt_len;
+  r.provider = std::string(provider_name(m.options.provider));
+  r.device = m.device_name;
+  r.warmup = m.options.warmup;
+  r.ttfo = model::compute_stats(ttfo_ms, "ms");
+  r.decode_step = model::compute_stats(decode_ms, "ms");
+  r.tokens_per_s = static_cast<double>(m.scenario.batch) / (r.decode_step.p50 / 1e3);
+  r.weight_bytes = m.weight_plan.arena_bytes;
+  r.prefill_cost = prefill.graph.total_cost();
+  r.decode_cost = decode.graph.total_cost();
+  r.copy_bytes_per_s = measure_copy_bandwidth();
+  return r;
+}
+
+void ScenarioRunner::generate(int steps) {
+  Impl& m = *impl_;
+  if (m.scenario.prompt_len + steps > m.kv_capacity) {
+    throw Error("generate: " + std::to_string(steps) + " steps need a KV cache for " +
+                std::to_string(m.scenario.prompt_len + steps) +
+                " positions; the runner was made for " + std::to_string(m.kv_capacity) +
+                " (RunOptions::decode_steps)");
+  }
+  const int64_t batch = m.scenario.batch;
+  const int64_t vocab = m.model.decoder.vocab_size;
+  Stage& prefill = m.stage("prefill");
+  const std::vector<const void*> decode_weights = m.stage("decode").buffers.op_weights;
+  m.launch(prefill);
+  m.prefill_logits = m.download<float>("prefill/logits", static_cast<size_t>(batch * vocab));
+  m.decode_logits.clear();
+  m.decode_tokens.clear();
+  for (int k = 0; k < steps; ++k) {
+    const int64_t past = m.scenario.prompt_len + k;
+    auto& stage = m.decode_at[past];
+    if (!stage) {
+      model::Stage spec = m.scenario.stage("decode");
+      spec.past_len = past;
+      stage = std::make_unique<Stage>(model::build_decoder_stage(m.model.decoder, spec, batch));
+      stage->buffers = m.stage_buffers(stage->graph, decode_weights);
+    }
+    const std::vector<int32_t> input = m.download<int32_t>("tokens", static_cast<size_t>(batch));
+    m.decode_tokens.insert(m.decode_tokens.end(), input.begin(), input.end());
+    m.launch(*stage);
+    const std::vector<float> logits =
+        m.download<float>("decode/logits", static_cast<size_t>(batch * vocab));
+    m.decode_logits.insert(m.decode_logits.end(), logits.begin(), logits.end());
+  }
+  CUDA_CHECK(cudaStreamSynchronize(m.stream));
+}
+
+const std::vector<int32_t>& ScenarioRunner::prompt_tokens() const { return impl_->prompt; }
+const std::vector<float>& ScenarioRunner::prefill_logits() const { return impl_->prefill_logits; }
+const std::vector<float>& ScenarioRunner::decode_logits() const { return impl_->decode_logits; }
+const std::vector<int32_t>& ScenarioRunner::decode_tokens() const { return impl_->decode_tokens; }
+
+}  // namespace megacut::executor

@@ -1,0 +1,86 @@
+// The scenario runner: a model's stages on the GPU, each captured once in a CUDA graph and
+// replayed, timed with CUDA events.
+//
+// Memory: one arena for the weights (packed as every op reads them), one for each stage's
+// activations, and KV caches shared by all stages. The decode stage's input tokens alias the
+// prefill's argmax output, and each decode step writes its own argmax over its input, so a
+// replayed prefill followed by decode steps is a greedy generation. Before any allocation the
+// runner adds up what it needs and compares it with the device's free memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "executor/conventional.h"
+#include "executor/weights.h"
+#include "model/composition.h"
+#include "model/scenario.h"
+#include "model/stats.h"
+
+namespace megacut::executor {
+
+struct RunOptions {
+  int warmup = 5;
+  int runs = 50;
+  LinearProvider provider = LinearProvider::ours;
+  uint64_t token_seed = 1;  // the prompt's random token ids
+  int decode_steps = 1;     // KV-cache room for this many generated tokens beyond the prompt
+};
+
+// One timed scenario: how it was obtained (provider, composition) and what it measured.
+struct Measurement {
+  std::string model;
+  int64_t batch = 0;
+  int64_t prompt_len = 0;
+  std::string composition;
+  std::string provider;
+  std::string device;
+  int warmup = 0;
+  model::LatencyStats ttfo;         // ms: prefill through the first token
+  model::LatencyStats decode_step;  // ms
+  double tokens_per_s = 0;          // batch / decode step p50
+  // What the stages must move and compute (model::TileCost totals), and the device's measured
+  // copy bandwidth (bytes read + written per second), for achieved rates and floors.
+  int64_t weight_bytes = 0;
+  model::TileCost prefill_cost;
+  model::TileCost decode_cost;
+  double copy_bytes_per_s = 0;
+
+  nlohmann::json to_json() const;  // "schema": "megacut.measurement/1"
+};
+
+// Device-to-device copy bandwidth, counting bytes read plus bytes written, over `bytes`-sized
+// buffers (median of several copies after warm-up).
+double measure_copy_bandwidth(int64_t bytes = int64_t{1} << 30);
+
+class ScenarioRunner {
+ public:
+  ScenarioRunner(const model::ModelSpec& model, const model::Scenario& scenario,
+                 const HostWeights& weights, RunOptions options);
+  ~ScenarioRunner();
+  ScenarioRunner(const ScenarioRunner&) = delete;
+  ScenarioRunner& operator=(const ScenarioRunner&) = delete;
+
+  // Bytes of device memory the runner holds.
+  int64_t device_bytes() const;
+
+  // Captures each stage's graph (once) and times `options.runs` replays after warm-up.
+  Measurement measure();
+
+  // Greedy generation without graphs, for checking: prefill, then `steps` decode steps (each
+  // built for its own position). Fills the outputs below.
+  void generate(int steps);
+  const std::vector<int32_t>& prompt_tokens() const;  // (batch, prompt_len)
+  const std::vector<float>& prefill_logits() const;   // (batch, vocab)
+  const std::vector<float>& decode_logits() const;    // (steps, batch, vocab)
+  const std::vector<int32_t>& decode_tokens() const;  // (steps, batch): each step's input
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace megacut::executor

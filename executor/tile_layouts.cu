@@ -1,0 +1,170 @@
+#include <cmath>
+#include <string>
+
+#include "executor/tile_layouts.cuh"
+#include "model/error.h"
+
+namespace megacut::executor {
+namespace {
+
+using model::Graph;
+using model::Op;
+
+using model::Tensor;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+int64_t cols_of(const Graph& g, int tensor) { return g.tensor(tensor).shape.back(); }
+int attr_int(const Op& op, const char* key) { return static_cast<int>(op.attrs.i(key)); }
+
+template <typename T>
+T* tensor_ptr(const Graph& g, const Op& op, int tensor, const StageBuffers& b) {
+  if (tensor < 0 || tensor >= static_cast<int>(b.tensors.size()) || b.tensors[tensor] == nullptr) {
+    throw Error("op " + op.name + ": no device buffer for tensor '" + g.tensor(tensor).name + "'");
+  }
+  return static_cast<T*>(b.tensors[tensor]);
+}
+
+const tiles::bf16* weight_ptr(const Op& op, const StageBuffers& b) {
+  if (op.index >= static_cast<int>(b.op_weights.size()) || b.op_weights[op.index] == nullptr) {
+    throw Error("op " + op.name + ": no device buffer for its weights");
+  }
+  return static_cast<const tiles::bf16*>(b.op_weights[op.index]);
+}
+
+}  // namespace
+
+tiles::TileGrid tile_grid(const model::Tiling& t) {
+  return {t.rows, t.cols, static_cast<int>(t.tile_rows), static_cast<int>(t.tile_cols)};
+}
+
+int64_t kv_capacity(const Graph& graph, const Op& op, const StageBuffers& buffers) {
+  const int cache = op.kind->name() == "kv-append" ? op.output : op.inputs.at(1);
+  const int64_t needed = op.attrs.i("past_len") + op.attrs.i("seq_len");
+  const int64_t capacity =
+      buffers.kv_capacity > 0 ? buffers.kv_capacity : graph.tensor(cache).shape.at(1);
+  if (capacity < needed) {
+    throw Error("op " + op.name + ": KV cache holds " + str(capacity) + " positions, the stage " +
+                "needs " + str(needed));
+  }
+  return capacity;
+}
+
+tiles::EmbeddingTile::Layout embedding_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const Tensor& table = g.tensor(op.weights.at(0));
+  return {tensor_ptr<const int>(g, op, op.inputs[0], b), weight_ptr(op, b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),  table.shape.at(0),
+          static_cast<int>(table.shape.at(1)),           tile_grid(op.tiling)};
+}
+
+tiles::RmsNormTile::Layout rmsnorm_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          weight_ptr(op, b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(op.tiling.cols),
+          op.attrs.has("select_stride") ? attr_int(op, "select_stride") : 1,
+          static_cast<float>(op.attrs.f("eps")),
+          tile_grid(op.tiling)};
+}
+
+template <typename OutT>
+tiles::LinearLayout<OutT> make_linear_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          weight_ptr(op, b),
+          tensor_ptr<OutT>(g, op, op.output, b),
+          static_cast<int>(op.tiling.cols),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          tile_grid(op.tiling)};
+}
+
+tiles::LinearLayout<tiles::bf16> linear_layout(const Graph& g, const Op& op,
+                                               const StageBuffers& b) {
+  return make_linear_layout<tiles::bf16>(g, op, b);
+}
+
+tiles::LinearLayout<float> lm_head_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return make_linear_layout<float>(g, op, b);
+}
+
+tiles::QkNormTile::Layout qk_norm_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          weight_ptr(op, b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          attr_int(op, "heads"),
+          attr_int(op, "kv_heads"),
+          attr_int(op, "head_dim"),
+          static_cast<float>(op.attrs.f("eps")),
+          tile_grid(op.tiling)};
+}
+
+tiles::RopeTile::Layout rope_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const bool llama3 = op.attrs.i("rope_llama3") == 1;
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          static_cast<int>(op.tiling.cols),
+          attr_int(op, "head_dim"),
+          attr_int(op, "seq_len"),
+          attr_int(op, "past_len"),
+          static_cast<float>(op.attrs.f("rope_theta")),
+          llama3 ? 1 : 0,
+          llama3 ? static_cast<float>(op.attrs.f("rope_factor")) : 1.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_low_freq_factor")) : 1.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_high_freq_factor")) : 4.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_original_max_position")) : 8192.f,
+          tile_grid(op.tiling)};
+}
+
+tiles::KvAppendTile::Layout kv_append_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const int hd = attr_int(op, "head_dim");
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          tensor_ptr<const tiles::bf16>(g, op, op.inputs[1], b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          static_cast<int>(cols_of(g, op.inputs[1])),
+          attr_int(op, "heads") * hd,
+          attr_int(op, "kv_heads") * hd,
+          attr_int(op, "seq_len"),
+          attr_int(op, "past_len"),
+          kv_capacity(g, op, b),
+          tile_grid(op.tiling)};
+}
+
+tiles::AttentionLayout attention_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const int hd = attr_int(op, "head_dim");
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          tensor_ptr<const tiles::bf16>(g, op, op.inputs[1], b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          attr_int(op, "heads"),
+          attr_int(op, "kv_heads"),
+          hd,
+          attr_int(op, "seq_len"),
+          attr_int(op, "past_len"),
+          op.attrs.has("window") ? attr_int(op, "window") : 0,
+          kv_capacity(g, op, b),
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))),
+          tile_grid(op.tiling)};
+}
+
+tiles::SiluMulTile::Layout silu_mul_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b), static_cast<int>(op.tiling.cols),
+          tile_grid(op.tiling)};
+}
+
+tiles::ResidualAddTile::Layout residual_add_layout(const Graph& g, const Op& op,
+                                                   const StageBuffers& b) {
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          tensor_ptr<const tiles::bf16>(g, op, op.inputs[1], b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b), static_cast<int>(op.tiling.cols),
+          tile_grid(op.tiling)};
+}
+
+tiles::ArgmaxTile::Layout argmax_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  return {tensor_ptr<const float>(g, op, op.inputs[0], b), tensor_ptr<int>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])), tile_grid(op.tiling)};
+}
+
+}  // namespace megacut::executor

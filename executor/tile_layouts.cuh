@@ -1,0 +1,54 @@
+// From a graph op and the stage's buffers to its tile body's layout: where the op's buffers
+// are. Shared by the conventional launcher and the megakernel runtime, so both run the same
+// body with the same layout (executor/op_support.h says which body). Host code, included from
+// CUDA sources only: the layouts are device types.
+#pragma once
+
+#include <cstdint>
+
+#include "executor/op_support.h"
+#include "executor/stage_buffers.h"
+#include "executor/tiles/argmax.cuh"
+#include "executor/tiles/attention.cuh"
+#include "executor/tiles/embedding.cuh"
+#include "executor/tiles/kv_append.cuh"
+#include "executor/tiles/linear.cuh"
+#include "executor/tiles/lm_head.cuh"
+#include "executor/tiles/qk_norm.cuh"
+#include "executor/tiles/residual_add.cuh"
+#include "executor/tiles/rmsnorm.cuh"
+#include "executor/tiles/rope.cuh"
+#include "executor/tiles/silu_mul.cuh"
+#include "model/graph.h"
+
+namespace megacut::executor {
+
+tiles::TileGrid tile_grid(const model::Tiling& tiling);
+
+// One layout per op kind: where the op's buffers are. Throw megacut::Error when a buffer the
+// op needs is missing from `buffers`.
+tiles::EmbeddingTile::Layout embedding_layout(const model::Graph&, const model::Op&,
+                                              const StageBuffers&);
+tiles::RmsNormTile::Layout rmsnorm_layout(const model::Graph&, const model::Op&,
+                                          const StageBuffers&);
+tiles::LinearLayout<tiles::bf16> linear_layout(const model::Graph&, const model::Op&,
+                                               const StageBuffers&);
+tiles::LinearLayout<float> lm_head_layout(const model::Graph&, const model::Op&,
+                                          const StageBuffers&);
+tiles::QkNormTile::Layout qk_norm_layout(const model::Graph&, const model::Op&,
+                                         const StageBuffers&);
+tiles::RopeTile::Layout rope_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+tiles::KvAppendTile::Layout kv_append_layout(const model::Graph&, const model::Op&,
+                                             const StageBuffers&);
+tiles::AttentionLayout attention_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+tiles::SiluMulTile::Layout silu_mul_layout(const model::Graph&, const model::Op&,
+                                           const StageBuffers&);
+tiles::ResidualAddTile::Layout residual_add_layout(const model::Graph&, const model::Op&,
+                                                   const StageBuffers&);
+tiles::ArgmaxTile::Layout argmax_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+
+// Positions per sequence the op's KV cache holds: buffers.kv_capacity, or the cache tensor's
+// own length when that is 0.
+int64_t kv_capacity(const model::Graph& graph, const model::Op& op, const StageBuffers& buffers);
+
+}  // namespace megacut::executor

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Checks megacut's logits against Hugging Face transformers on the same weights.
+
+Runs `megacut run` on a model with deterministic random weights, saving the checkpoint
+(config.json + model.safetensors) and its outputs: the prompt, the prefill logits of each
+sequence's last position, and the logits and tokens of N greedy decode steps. Then loads that
+checkpoint into transformers (float32 compute on the bf16 weights) and runs the prompt plus
+megacut's own greedy tokens through it in one forward pass, so every position megacut
+produced a logit vector for is compared with the reference at the same position.
+
+Pass: relative error ||ours - ref|| / ||ref|| <= 1e-2 at every position, and the same argmax
+at >= 99% of positions. Needs torch, transformers and safetensors (on the GPU machine).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+
+REL_ERROR_LIMIT = 1e-2
+ARGMAX_MATCH_LIMIT = 0.99
+
+
+def run_megacut(args, work):
+    checkpoint = os.path.join(work, "checkpoint")
+    outputs = os.path.join(work, "outputs.safetensors")
+    cmd = [args.megacut, "run", "--model", args.model, "--batch", str(args.batch),
+           "--prompt-len", str(args.prompt_len), "--runs", "1", "--save-weights", checkpoint,
+           "--dump", outputs, "--dump-steps", str(args.steps)]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+    return checkpoint, load_file(outputs)
+
+
+def reference_logits(checkpoint, tokens, device):
+    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32,
+                                                 attn_implementation="eager").to(device)
+    model.eval()
+    with torch.no_grad():
+        return model(input_ids=tokens.to(device).long(), use_cache=False).logits.float().cpu()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--megacut", required=True, help="path to the megacut binary")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--prompt-len", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=8, help="greedy decode steps compared")
+    parser.add_argument("--out", help="write the result as JSON here")
+    args = parser.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    with tempfile.TemporaryDirectory() as work:
+        checkpoint, out = run_megacut(args, work)
+        prompt = out["prompt_tokens"]            # (B, P) int32
+        prefill = out["prefill_logits"]          # (B, V) f32
+        decode = out["decode_logits"]            # (N, B, V) f32
+        decode_tokens = out["decode_tokens"]     # (N, B) int32: the token fed at each step
+        steps = decode.shape[0]
+        sequence = torch.cat([prompt, decode_tokens.t()], dim=1)  # (B, P + N)
+        ref = reference_logits(checkpoint, sequence, device)      # (B, P + N, V)
+
+    p = prompt.shape[1]
+    ours = torch.cat([prefill.unsqueeze(1), decode.transpose(0, 1)], dim=1)  # (B, 1 + N, V)
+    theirs = ref[:, p - 1:p + steps, :]
+    rel = ((ours.double() - theirs.double()).norm(dim=-1) / theirs.double().norm(dim=-1))
+    same = (ours.argmax(-1) == theirs.argmax(-1))
+    result = {
+        "model": args.model, "batch": args.batch, "prompt_len": args.prompt_len,
+        "decode_steps": steps, "positions": int(same.numel()),
+        "max_rel_error": rel.max().item(), "mean_rel_error": rel.mean().item(),
+        "argmax_match": same.float().mean().item(),
+        "rel_error_limit": REL_ERROR_LIMIT, "argmax_match_limit": ARGMAX_MATCH_LIMIT,
+    }
+    result["passed"] = (result["max_rel_error"] <= REL_ERROR_LIMIT and
+                        result["argmax_match"] >= ARGMAX_MATCH_LIMIT)
+    print(f"{args.model}: batch {args.batch}, P={args.prompt_len}, {steps} decode steps, "
+          f"{result['positions']} positions: max rel error {result['max_rel_error']:.2e} "
+          f"(mean {result['mean_rel_error']:.2e}), argmax match "
+          f"{100 * result['argmax_match']:.1f}% -> {'PASS' if result['passed'] else 'FAIL'}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+    sys.exit(0 if result["passed"] else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# On the GPU machine: configure, build, run every GPU test and the benchmarks, write logs and
+# JSON under OUT_DIR (first argument, else $OUT, else build/gpu-check), and print a short
+# summary table last. Steps named in MEGACUT_GPU_STEPS (space-separated) run alone.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-${OUT:-$root/build/gpu-check}}
+build=${MEGACUT_BUILD_DIR:-$root/build}/gpu
+mkdir -p "$out"
+cd "$root"
+
+summary=()
+failed=0
+
+# step NAME COMMAND...: runs COMMAND with its output in $out/NAME.log, records status and time.
+step() {
+  local name=$1
+  shift
+  if [[ -n "${MEGACUT_GPU_STEPS:-}" && " $MEGACUT_GPU_STEPS " != *" $name "* ]]; then return; fi
+  local start=$SECONDS
+  echo "== $name: $*"
+  if "$@" >"$out/$name.log" 2>&1; then
+    summary+=("$(printf '%-28s ok     %5ss  %s' "$name" $((SECONDS - start)) "$(tail -n 1 "$out/$name.log" | cut -c1-80)")")
+  else
+    summary+=("$(printf '%-28s FAIL   %5ss  %s' "$name" $((SECONDS - start)) "$(tail -n 1 "$out/$name.log" | cut -c1-80)")")
+    failed=1
+    tail -n 30 "$out/$name.log"
+  fi
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
+  --format=csv >"$out/nvidia-smi.csv" 2>&1
+
+step configure cmake -S "$root" -B "$build" -G Ninja -DMEGACUT_CUDA=ON -DCMAKE_BUILD_TYPE=Release
+step build cmake --build "$build" -j "$(nproc)"
+# GPU tests one at a time: they share one device, and timing-sensitive ones must not overlap.
+step ctest ctest --test-dir "$build" --output-on-failure -j 1
+for bench in "$build"/executor/bench_*; do
+  [[ -x "$bench" ]] && step "$(basename "$bench")" "$bench"
+done
+if [[ -x "$build/app/megacut" ]] && "$build/app/megacut" run --help >/dev/null 2>&1; then
+  step bench-conventional bash "$root/scripts/bench-conventional.sh" "$build/app/megacut" "$out"
+  for model in llama-3.2-1b qwen3-0.6b; do
+    step "transformers-$model" python3 "$root/scripts/check_against_transformers.py" \
+      --megacut "$build/app/megacut" --model "$model" --batch 4 --out "$out/check-$model.json"
+  done
+fi
+
+echo
+echo "== summary ($(date -u +%FT%TZ), $(head -n 2 "$out/nvidia-smi.csv" | tail -n 1))"
+grep -E "tests passed|tests failed" "$out/ctest.log" 2>/dev/null | tail -n 1
+printf '%s\n' "${summary[@]}"
+exit $failed
