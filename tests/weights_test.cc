@@ -5,13 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include "executor/bf16.h"
 #include "executor/safetensors.h"
@@ -515,20 +513,6 @@ TEST(RandomWeights, NeverZeroWithTheRightDistribution) {
   double norm_sum = 0;
   for (uint16_t bits : norms) norm_sum += bf16_to_float(bits);
   EXPECT_NEAR(norm_sum / norms.size(), 1.0, 2e-3);
-}
-
-// Not run in CI: the time to generate Llama-3.2-1B (2.47 GB). Run with
-//   weights_test --gtest_also_run_disabled_tests --gtest_filter='*Llama*'
-TEST(RandomWeights, DISABLED_Llama1BGenerationTime) {
-  const model::ModelSpec spec = model::load_model("llama-3.2-1b");
-  const auto start = std::chrono::steady_clock::now();
-  const HostWeights weights = HostWeights::random(spec, 0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(weights.total_bytes(), 2471628800);
-  std::printf("llama-3.2-1b: %.2f GB of random bf16 weights in %.2f s (%.2f GB/s, %u threads)\n",
-              weights.total_bytes() / 1e9, seconds, weights.total_bytes() / 1e9 / seconds,
-              std::thread::hardware_concurrency());
 }
 
 // ---------------------------------------------------------------------------------------------
