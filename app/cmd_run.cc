@@ -81,10 +81,6 @@ void run(const RunCommandOptions& o) {
     shapes.push_back({s.name, model::build_decoder_stage(spec.decoder, s, o.batch).op_count()});
   }
   const model::Composition composition = model::parse_composition(o.composition, shapes);
-  if (!(composition == model::uniform_composition(shapes, model::RegionKind::conv))) {
-    throw Error("--composition: only all-conventional ('conv') runs are built so far; '" +
-                composition.to_string() + "' has megakernel regions");
-  }
   if (!o.save_weights_dir.empty()) {
     executor::save_checkpoint(o.save_weights_dir, spec, checkpoint.weights);
     std::printf("weights saved to %s\n", o.save_weights_dir.c_str());
@@ -94,6 +90,7 @@ void run(const RunCommandOptions& o) {
   options.runs = o.runs;
   options.warmup = o.warmup;
   options.provider = provider;
+  options.composition = composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
 

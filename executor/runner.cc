@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "executor/cuda_check.h"
+#include "executor/stage_launcher.h"
 #include "model/decoder.h"
 #include "model/error.h"
 
@@ -95,6 +97,7 @@ struct Stage {
   explicit Stage(model::Graph g) : graph(std::move(g)) {}
   model::Graph graph;
   StageBuffers buffers;
+  std::unique_ptr<StageLauncher> launcher;  // made on first launch, from the composition
   CudaGraph cuda_graph;
 };
 
@@ -271,10 +274,38 @@ struct ScenarioRunner::Impl {
     return b;
   }
 
-  void launch(const Stage& stage) {
-    for (int op = 0; op < stage.graph.op_count(); ++op) {
-      launch_op(stage.graph, op, stage.buffers, stream, options.provider, context.get());
+  // The stage's regions as options.composition cuts it (all conv when it names no stages).
+  void launch(Stage& stage) {
+    if (!stage.launcher) {
+      std::vector<model::Region> regions;
+      if (!options.composition.stages.empty()) {
+        regions = options.composition.regions(stage.graph.stage());
+      }
+      stage.launcher = std::make_unique<StageLauncher>(stage.graph, stage.buffers, regions,
+                                                       options.provider, context.get());
     }
+    stage.launcher->launch(stream);
+  }
+
+  // Waits for the stream; throws if a megakernel region of the stage gave up.
+  void check(Stage& stage) {
+    if (stage.launcher) stage.launcher->check(stream);
+  }
+
+  void capture(Stage& stage) {
+    if (stage.cuda_graph.captured()) return;
+    launch(stage);  // eager first: cuBLASLt picks its plans outside the capture
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    check(stage);
+    stage.cuda_graph.capture(stream, [&] { launch(stage); });
+  }
+
+  Stage& stage(int index) {
+    if (index < 0 || index >= static_cast<int>(stages.size())) {
+      throw Error("no stage " + std::to_string(index) + " (the scenario has " +
+                  std::to_string(stages.size()) + ")");
+    }
+    return *stages[index];
   }
 
   Stage& stage(std::string_view name) {
@@ -293,11 +324,12 @@ struct ScenarioRunner::Impl {
   }
 
   // One replay of `stage`'s graph, timed alone with CUDA events.
-  double time_replay(const Stage& stage) {
+  double time_replay(Stage& stage) {
     CUDA_CHECK(cudaEventRecord(start, stream));
     stage.cuda_graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(stop, stream));
     CUDA_CHECK(cudaEventSynchronize(stop));
+    check(stage);
     float elapsed_ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&elapsed_ms, start, stop));
     return elapsed_ms;
@@ -318,12 +350,7 @@ Measurement ScenarioRunner::measure() {
   Impl& m = *impl_;
   Stage& prefill = m.stage("prefill");
   Stage& decode = m.stage("decode");
-  for (Stage* s : {&prefill, &decode}) {
-    if (s->cuda_graph.captured()) continue;
-    m.launch(*s);  // eager first: cuBLASLt picks its plans outside the capture
-    CUDA_CHECK(cudaStreamSynchronize(m.stream));
-    s->cuda_graph.capture(m.stream, [&] { m.launch(*s); });
-  }
+  for (Stage* s : {&prefill, &decode}) m.capture(*s);
   // Prefill and decode replays alternate, as in serving: each decode step starts from the cache
   // and token the prefill before it left.
   std::vector<double> ttfo_ms, decode_ms;
@@ -353,6 +380,55 @@ Measurement ScenarioRunner::measure() {
   return r;
 }
 
+int ScenarioRunner::stage_count() const { return static_cast<int>(impl_->stages.size()); }
+
+const model::Graph& ScenarioRunner::stage_graph(int stage) const {
+  return impl_->stage(stage).graph;
+}
+
+LinearProvider ScenarioRunner::provider() const { return impl_->options.provider; }
+
+void ScenarioRunner::launch_op(int stage, int op) {
+  Impl& m = *impl_;
+  const Stage& s = m.stage(stage);
+  executor::launch_op(s.graph, op, s.buffers, m.stream, m.options.provider, m.context.get());
+}
+
+void ScenarioRunner::capture(int stage) { impl_->capture(impl_->stage(stage)); }
+
+double ScenarioRunner::time_replay_ms(int stage) {
+  Stage& s = impl_->stage(stage);
+  impl_->capture(s);
+  return impl_->time_replay(s);
+}
+
+void ScenarioRunner::set_composition(model::Composition composition) {
+  Impl& m = *impl_;
+  CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.options.composition = std::move(composition);
+  auto reset = [](Stage& s) {
+    std::destroy_at(&s.cuda_graph);  // captured with the old regions
+    std::construct_at(&s.cuda_graph);
+    s.launcher.reset();
+  };
+  for (auto& s : m.stages) reset(*s);
+  for (auto& [past, s] : m.decode_at) reset(*s);
+  // Poisoned again, as when made: a region that fails to write a tensor shows up as NaN instead
+  // of passing on what the previous composition left there.
+  CUDA_CHECK(cudaMemset(m.activations.data(), 0xff, static_cast<size_t>(m.activations.bytes())));
+  CUDA_CHECK(cudaMemcpy(m.buffers.at("prefill/token_ids"), m.prompt.data(),
+                        m.prompt.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+}
+
+std::vector<float> ScenarioRunner::stage_logits(int stage) {
+  Impl& m = *impl_;
+  const model::Graph& g = m.stage(stage).graph;
+  return m.download<float>(g.stage() + "/logits",
+                           static_cast<size_t>(m.scenario.batch * m.model.decoder.vocab_size));
+}
+
+void ScenarioRunner::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
+
 void ScenarioRunner::generate(int steps) {
   Impl& m = *impl_;
   if (m.scenario.prompt_len + steps > m.kv_capacity) {
@@ -366,6 +442,7 @@ void ScenarioRunner::generate(int steps) {
   Stage& prefill = m.stage("prefill");
   const std::vector<const void*> decode_weights = m.stage("decode").buffers.op_weights;
   m.launch(prefill);
+  m.check(prefill);
   m.prefill_logits = m.download<float>("prefill/logits", static_cast<size_t>(batch * vocab));
   m.decode_logits.clear();
   m.decode_tokens.clear();
@@ -381,6 +458,7 @@ void ScenarioRunner::generate(int steps) {
     const std::vector<int32_t> input = m.download<int32_t>("tokens", static_cast<size_t>(batch));
     m.decode_tokens.insert(m.decode_tokens.end(), input.begin(), input.end());
     m.launch(*stage);
+    m.check(*stage);
     const std::vector<float> logits =
         m.download<float>("decode/logits", static_cast<size_t>(batch * vocab));
     m.decode_logits.insert(m.decode_logits.end(), logits.begin(), logits.end());

@@ -26,8 +26,9 @@ struct RunOptions {
   int warmup = 5;
   int runs = 50;
   LinearProvider provider = LinearProvider::ours;
-  uint64_t token_seed = 1;  // the prompt's random token ids
-  int decode_steps = 1;     // KV-cache room for this many generated tokens beyond the prompt
+  uint64_t token_seed = 1;         // the prompt's random token ids
+  int decode_steps = 1;            // KV-cache room for this many generated tokens beyond the prompt
+  model::Composition composition;  // how each stage is cut into regions; no stages: all conv
 };
 
 // One timed scenario: how it was obtained (provider, composition) and what it measured.
@@ -69,6 +70,26 @@ class ScenarioRunner {
 
   // Captures each stage's graph (once) and times `options.runs` replays after warm-up.
   Measurement measure();
+
+  // Stage by stage, for the profiler. Stages are numbered in scenario order.
+  int stage_count() const;
+  const model::Graph& stage_graph(int stage) const;
+  LinearProvider provider() const;
+  // Launches one op of a stage on the runner's stream, outside any graph; does not wait.
+  void launch_op(int stage, int op);
+  // Captures the stage's CUDA graph unless already captured, after one eager run of the stage
+  // so that cuBLASLt picks its plans outside the capture.
+  void capture(int stage);
+  // One replay of the stage's graph (captured first if need be), timed alone with CUDA events:
+  // from an event recorded before cudaGraphLaunch to one recorded after it. Waits for it.
+  double time_replay_ms(int stage);
+  // Waits for everything launched on the runner's stream.
+  void synchronize();
+  // Runs every stage as `composition` cuts it from now on (graphs are captured anew). Weights
+  // stay; activations and KV caches are poisoned again and the prompt rewritten, as when made.
+  void set_composition(model::Composition composition);
+  // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
+  std::vector<float> stage_logits(int stage);
 
   // Greedy generation without graphs, for checking: prefill, then `steps` decode steps (each
   // built for its own position). Fills the outputs below.

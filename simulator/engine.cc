@@ -8,7 +8,8 @@ namespace megacut::simulator {
 
 void Engine::schedule(TimeNs at, EventHandler* handler, int64_t payload) {
   assert(at >= now_);
-  queue_.push(Event{at, sequence_++, handler, payload});
+  queue_.push_back(Event{at, sequence_++, handler, payload});
+  std::push_heap(queue_.begin(), queue_.end(), Later{});
 }
 
 void Engine::run() {
@@ -16,7 +17,7 @@ void Engine::run() {
     TimeNs next_resource = kNever;
     for (const Resource* r : resources_)
       next_resource = std::min(next_resource, r->next_event_time());
-    const TimeNs next_event = queue_.empty() ? kNever : queue_.top().time;
+    const TimeNs next_event = queue_.empty() ? kNever : queue_.front().time;
     if (next_resource == kNever && next_event == kNever) return;
     if (next_resource <= next_event) {
       now_ = next_resource;
@@ -24,13 +25,25 @@ void Engine::run() {
         if (r->next_event_time() <= now_) events_processed_ += r->advance(now_);
       }
     } else {
-      const Event e = queue_.top();
-      queue_.pop();
+      std::pop_heap(queue_.begin(), queue_.end(), Later{});
+      const Event e = queue_.back();
+      queue_.pop_back();
       now_ = e.time;
       e.handler->on_event(now_, e.payload);
       ++events_processed_;
     }
   }
+}
+
+void Engine::copy_from(const Engine& other,
+                       const std::function<bool(EventHandler*&, int64_t&)>& keep) {
+  queue_.clear();
+  for (Event e : other.queue_) {
+    if (keep(e.handler, e.payload)) queue_.push_back(e);
+  }
+  std::make_heap(queue_.begin(), queue_.end(), Later{});
+  now_ = other.now_;
+  sequence_ = other.sequence_;
 }
 
 SharedBandwidth::SharedBandwidth(double bytes_per_ns) : bytes_per_ns_(bytes_per_ns) {
@@ -79,6 +92,19 @@ int SharedBandwidth::advance(TimeNs now) {
   }
   move_to(now);
   return completed;
+}
+
+void SharedBandwidth::copy_from(const SharedBandwidth& other, EventHandler* done,
+                                int64_t payload_shift) {
+  bytes_per_ns_ = other.bytes_per_ns_;
+  virtual_bytes_ = other.virtual_bytes_;
+  last_ = other.last_;
+  sequence_ = other.sequence_;
+  heap_ = other.heap_;
+  for (Transfer& t : heap_) {
+    t.done = done;
+    t.payload -= payload_shift;
+  }
 }
 
 }  // namespace megacut::simulator

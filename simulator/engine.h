@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
-#include <queue>
 #include <vector>
 
 namespace megacut::simulator {
@@ -50,6 +50,12 @@ class Engine {
   // Queued events run plus resource completions reported.
   int64_t events_processed() const { return events_processed_; }
 
+  // Becomes a copy of `other` (its time, its queued events in the same order), keeping the
+  // events that `keep` accepts, after it has rewritten their handler and payload: to continue
+  // a run from a copy of its state (simulate_megakernel_prefixes).
+  void copy_from(const Engine& other,
+                 const std::function<bool(EventHandler*& handler, int64_t& payload)>& keep);
+
  private:
   struct Event {
     TimeNs time;
@@ -63,7 +69,7 @@ class Engine {
     }
   };
 
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::vector<Event> queue_;  // a heap by Later: the next event at the front
   std::vector<Resource*> resources_;
   TimeNs now_ = 0;
   uint64_t sequence_ = 0;
@@ -85,6 +91,10 @@ class SharedBandwidth final : public Resource {
 
   TimeNs next_event_time() const override;
   int advance(TimeNs now) override;
+
+  // Becomes a copy of `other` (same clock, same transfers in progress, same order among them),
+  // with every transfer reporting to `done` and its payload less `payload_shift`.
+  void copy_from(const SharedBandwidth& other, EventHandler* done, int64_t payload_shift);
 
  private:
   struct Transfer {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <type_traits>
 
 #include "model/error.h"
 
@@ -10,7 +11,8 @@ namespace {
 
 enum Phase : int64_t { kStart = 0, kMoved = 1, kEnd = 2 };
 
-// The region's state; per-task arrays are indexed by task id minus the first task id.
+// The region's state; per-task arrays are indexed by task id minus the first task id. Queue q
+// runs schedule.queues[q] up to (not including) position queue_end_[q].
 class Run final : public EventHandler {
  public:
   Run(const model::Graph& graph, const model::Schedule& schedule, const TaskCosts& costs,
@@ -35,10 +37,12 @@ class Run final : public EventHandler {
     end_.assign(n, -1);
     const int queues = schedule.queue_count();
     head_.assign(queues, 0);
+    queue_end_.resize(queues);
     busy_.assign(queues, 0);
     free_at_.assign(queues, 0);
     out_.lane_busy_ns.assign(queues, 0);
     for (int q = 0; q < queues; ++q) {
+      queue_end_[q] = schedule.queues[q].size();
       for (model::TaskId id : schedule.queues[q]) {
         assert(id >= first_ && id < last_ && queue_of_[id - first_] == -1);
         queue_of_[id - first_] = q;
@@ -58,12 +62,101 @@ class Run final : public EventHandler {
     if (params.record_spans) out_.spans.reserve(n);
   }
 
+  // Continues `parent` as the region of its tasks [first, last) alone: every parent task
+  // before `first` has ended, the latest at `ended_ns`, and none from `last` on has started.
+  // Only the makespan is kept (no critical path, spans or lane times).
+  Run(const Run& parent, model::TaskId first, model::TaskId last, TimeNs ended_ns)
+      : graph_(parent.graph_),
+        schedule_(parent.schedule_),
+        costs_(parent.costs_),
+        params_(parent.params_),
+        first_(first),
+        last_(last),
+        cost_offset_(parent.cost_offset_ + (first - parent.first_)),
+        bandwidth_(parent.bandwidth_.bytes_per_ns()),
+        ended_ns_(ended_ns) {
+    const auto a = static_cast<std::ptrdiff_t>(first - parent.first_);
+    const auto b = static_cast<std::ptrdiff_t>(last - parent.first_);
+    auto slice = [&](const auto& v) {
+      return std::decay_t<decltype(v)>(v.begin() + a, v.begin() + b);
+    };
+    pending_ = slice(parent.pending_);
+    ready_ = slice(parent.ready_);
+    queue_of_ = slice(parent.queue_of_);
+    start_ = slice(parent.start_);
+    end_ = slice(parent.end_);
+    dep_pred_.assign(b - a, -1);
+    pred_.assign(b - a, -1);
+    const int queues = schedule_.queue_count();
+    head_ = parent.head_;
+    queue_end_.resize(queues);
+    busy_.assign(queues, 0);
+    free_at_ = parent.free_at_;
+    out_.lane_busy_ns.assign(queues, 0);
+    for (int q = 0; q < queues; ++q) {
+      const std::vector<model::TaskId>& tasks = schedule_.queues[q];
+      queue_end_[q] = std::lower_bound(
+                          tasks.begin() + static_cast<std::ptrdiff_t>(head_[q]),
+                          tasks.begin() + static_cast<std::ptrdiff_t>(parent.queue_end_[q]), last) -
+                      tasks.begin();
+      // A queue whose next task is a later op's has nothing left here.
+      if (head_[q] < queue_end_[q]) busy_[q] = parent.busy_[q];
+    }
+    engine_.copy_from(parent.engine_, [&](EventHandler*& handler, int64_t& payload) {
+      const int64_t j = payload >> 2;
+      handler = this;
+      payload -= a << 2;
+      return j >= a && j < b;
+    });
+    // Transfers in progress are of tasks started and not ended: all in [first, last).
+    bandwidth_.copy_from(parent.bandwidth_, this, a << 2);
+  }
+
+  // Runs the rest of a continued region; its makespan.
+  TimeNs finish_continued() {
+    engine_.add_resource(&bandwidth_);
+    engine_.run();
+    TimeNs makespan = ended_ns_;
+    for (size_t j = 0; j < end_.size(); ++j) {
+      if (end_[j] < 0) {
+        throw Error("simulate_megakernel: task " + std::to_string(first_ + j) +
+                    " never ran: the schedule waits on a task placed later in its queue");
+      }
+      makespan = std::max(makespan, end_[j]);
+    }
+    return makespan;
+  }
+
+  // Runs the whole region, and each shorter region of `ends` as the run passes its end.
+  PrefixMakespans run_prefixes(std::span<const int> ends, const PrefixFilter& filter) {
+    PrefixMakespans out;
+    out.makespan_ns.assign(ends.size(), -1);
+    ends_ = ends;
+    filter_ = &filter;
+    prefixes_ = &out;
+    const TimeNs makespan = run().makespan_ns;
+    prefixes_ = nullptr;
+    out.tasks += std::count_if(start_.begin(), start_.end(), [](TimeNs t) { return t >= 0; });
+    if (stopped_) return out;
+    for (size_t i = next_end_; i < ends.size(); ++i) {
+      if (out.makespan_ns[i] >= 0) continue;
+      // The region's end, or an op none of whose tasks started before the run ended (none
+      // does, but the answer would be this).
+      const model::TaskId hi = graph_.first_task(ends[i]);
+      out.makespan_ns[i] = ends[i] == schedule_.op_end
+                               ? makespan
+                               : *std::max_element(end_.begin(), end_.begin() + (hi - first_));
+    }
+    return out;
+  }
+
   MegakernelRun run() {
     engine_.add_resource(&bandwidth_);
     for (int q = 0; q < schedule_.queue_count(); ++q) {
       if (!schedule_.queues[q].empty()) try_start(schedule_.queues[q][0] - first_);
     }
     engine_.run();
+    if (stopped_) return std::move(out_);
     for (size_t j = 0; j < end_.size(); ++j) {
       if (end_[j] < 0) {
         throw Error("simulate_megakernel: task " + std::to_string(first_ + j) +
@@ -76,17 +169,22 @@ class Run final : public EventHandler {
   }
 
   void on_event(TimeNs now, int64_t payload) override {
+    if (stopped_) return;  // let the engine drain
     const int64_t j = payload >> 2;
     switch (payload & 3) {
       case kStart:
+        if (prefixes_ != nullptr) {
+          finish_prefixes(first_ + j, now);
+          if (stopped_) return;
+        }
         start_[j] = now;
-        if (costs_.bytes[j] > 0) {
-          bandwidth_.start(now, costs_.bytes[j], this, (j << 2) | kMoved);
+        if (costs_.bytes[j + cost_offset_] > 0) {
+          bandwidth_.start(now, costs_.bytes[j + cost_offset_], this, (j << 2) | kMoved);
           break;
         }
         [[fallthrough]];
       case kMoved:
-        engine_.schedule(now + costs_.fixed_ns[j], this, (j << 2) | kEnd);
+        engine_.schedule(now + costs_.fixed_ns[j + cost_offset_], this, (j << 2) | kEnd);
         break;
       case kEnd:
         finish(j, now);
@@ -100,7 +198,7 @@ class Run final : public EventHandler {
     const int q = queue_of_[j];
     if (busy_[q] || pending_[j] > 0) return;
     const auto& queue = schedule_.queues[q];
-    if (head_[q] >= queue.size() || queue[head_[q]] - first_ != j) return;
+    if (head_[q] >= queue_end_[q] || queue[head_[q]] - first_ != j) return;
     busy_[q] = 1;
     // The later of the two conditions is what the task waited for: its critical predecessor.
     if (dep_pred_[j] >= 0 && ready_[j] >= free_at_[q]) {
@@ -136,7 +234,39 @@ class Run final : public EventHandler {
       if (--pending_[k] == 0) try_start(k);
     }
     const auto& queue = schedule_.queues[q];
-    if (head_[q] < queue.size()) try_start(queue[head_[q]] - first_);
+    if (head_[q] < queue_end_[q]) try_start(queue[head_[q]] - first_);
+  }
+
+  // Task `id` is about to start. Each region of `ends_` that stops at or before its op has run
+  // exactly as the whole one so far: continue it alone from a copy of this state.
+  void finish_prefixes(model::TaskId id, TimeNs now) {
+    while (next_end_ < ends_.size() && ends_[next_end_] < schedule_.op_end) {
+      const model::TaskId hi = graph_.first_task(ends_[next_end_]);
+      if (id < hi) return;
+      const size_t limit = static_cast<size_t>(hi - first_);
+      while (done_ < limit && end_[done_] >= 0) done_max_ = std::max(done_max_, end_[done_++]);
+      // A task still running or waiting ends no earlier than now.
+      const TimeNs floor = done_ < limit ? std::max(done_max_, now) : done_max_;
+      const PrefixChoice choice = *filter_ ? (*filter_)(next_end_, now, floor) : PrefixChoice::run;
+      if (choice == PrefixChoice::stop) {
+        stopped_ = true;
+        return;
+      }
+      if (choice != PrefixChoice::skip) {
+        TimeNs makespan = done_max_;
+        if (done_ < limit) {
+          const model::TaskId lo = first_ + static_cast<model::TaskId>(done_);
+          makespan = Run(*this, lo, hi, done_max_).finish_continued();
+          prefixes_->tasks += hi - lo;
+        }
+        prefixes_->makespan_ns[next_end_] = makespan;
+      }
+      ++next_end_;
+      if (choice == PrefixChoice::run_then_stop) {
+        stopped_ = true;
+        return;
+      }
+    }
   }
 
   void trace_critical_path() {
@@ -168,8 +298,20 @@ class Run final : public EventHandler {
   const MegakernelParams& params_;
   const model::TaskId first_;
   const model::TaskId last_;
+  const int64_t cost_offset_ = 0;  // costs_ index of task first_
   Engine engine_;
   SharedBandwidth bandwidth_;
+  const TimeNs ended_ns_ = 0;  // a continued region: when its tasks before first_ had ended
+
+  // Regions ending early (run_prefixes): the ends, the next one to reach, the results; the
+  // tasks before done_ have all ended, the latest at done_max_.
+  std::span<const int> ends_;
+  size_t next_end_ = 0;
+  const PrefixFilter* filter_ = nullptr;
+  PrefixMakespans* prefixes_ = nullptr;
+  bool stopped_ = false;
+  size_t done_ = 0;
+  TimeNs done_max_ = 0;
 
   std::vector<int32_t> pending_;   // dependencies inside the region not yet signalled
   std::vector<TimeNs> ready_;      // when the last signalled dependency became visible
@@ -178,7 +320,8 @@ class Run final : public EventHandler {
   std::vector<int32_t> queue_of_;
   std::vector<TimeNs> start_;
   std::vector<TimeNs> end_;
-  std::vector<size_t> head_;  // per queue: position of the next task to run
+  std::vector<size_t> head_;       // per queue: position of the next task to run
+  std::vector<size_t> queue_end_;  // per queue: one past the last position this region runs
   std::vector<uint8_t> busy_;
   std::vector<TimeNs> free_at_;
   MegakernelRun out_;
@@ -210,6 +353,26 @@ MegakernelRun simulate_megakernel(const model::Graph& graph, const model::Schedu
     throw Error("simulate_megakernel: device bandwidth must be positive");
   }
   return Run(graph, schedule, costs, params).run();
+}
+
+PrefixMakespans simulate_megakernel_prefixes(const model::Graph& graph,
+                                             const model::Schedule& schedule,
+                                             const TaskCosts& costs, const MegakernelParams& params,
+                                             std::span<const int> ends,
+                                             const PrefixFilter& filter) {
+  if (params.bandwidth_bytes_per_ns <= 0) {
+    throw Error("simulate_megakernel: device bandwidth must be positive");
+  }
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (ends[i] <= schedule.op_begin || ends[i] > schedule.op_end ||
+        (i > 0 && ends[i] <= ends[i - 1])) {
+      throw Error("simulate_megakernel_prefixes: ends must increase within (" +
+                  std::to_string(schedule.op_begin) + ", " + std::to_string(schedule.op_end) + "]");
+    }
+  }
+  MegakernelParams quiet = params;
+  quiet.record_spans = false;
+  return Run(graph, schedule, costs, quiet).run_prefixes(ends, filter);
 }
 
 }  // namespace megacut::simulator

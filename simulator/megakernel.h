@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "model/graph.h"
@@ -62,5 +64,36 @@ struct MegakernelRun {
 
 MegakernelRun simulate_megakernel(const model::Graph& graph, const model::Schedule& schedule,
                                   const TaskCosts& costs, const MegakernelParams& params);
+
+// The makespans of the regions [schedule.op_begin, end), for each end in `ends` (increasing,
+// in (op_begin, op_end]), each run with the schedule cut at `end` and the same task costs: what
+// the planner asks for about n^2/2 times per stage. One run of the whole region stands in for
+// all of them. Until the first task of op `end` starts, [op_begin, end) runs exactly as the
+// whole region does (the later tasks only wait, at the back of their queues), so its run goes
+// on from a copy of that moment's state (queued events, transfers in progress, in their
+// order), restricted to its tasks not yet ended: usually a few hundred, however long the
+// region. Event for event it is the run simulate_megakernel makes of the cut schedule, so each
+// makespan equals that one's to the nanosecond.
+//
+// A caller that can tell some regions are of no use (the planner, from bounds) says so as the
+// run reaches each end before the last, given `now`, when the first task of op `end` or later
+// starts (every task of ops [end, e) starts no earlier, for every e), and `floor`, a lower
+// bound on the makespan of the region ending there (exact when all its tasks have ended).
+struct PrefixMakespans {
+  std::vector<TimeNs> makespan_ns;  // per end; -1 where skipped or stopped
+  int64_t tasks = 0;                // tasks simulated: the whole region, then each copy's
+};
+enum class PrefixChoice {
+  run,            // finish the region that ends here
+  skip,           // leave it at -1
+  run_then_stop,  // finish it, then stop the run: every later end, the last included, at -1
+  stop,           // stop the run now: this end and every later one at -1
+};
+using PrefixFilter = std::function<PrefixChoice(size_t end_index, TimeNs now, TimeNs floor)>;
+PrefixMakespans simulate_megakernel_prefixes(const model::Graph& graph,
+                                             const model::Schedule& schedule,
+                                             const TaskCosts& costs, const MegakernelParams& params,
+                                             std::span<const int> ends,
+                                             const PrefixFilter& filter = {});
 
 }  // namespace megacut::simulator

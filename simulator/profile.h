@@ -44,10 +44,15 @@ struct DeviceProfile {
 // Boundary and synchronization costs, each from a dedicated micro-benchmark of empty or
 // trivial kernels.
 struct MicroBenchmarks {
-  LatencyStats graph_launch_ns;  // cudaGraphLaunch to its first kernel's start
-  LatencyStats kernel_gap_ns;    // one kernel's end to the next one's start, in a CUDA graph
+  // cudaGraphLaunch to its first kernel's start. Measured as graph_ns is, with CUDA events around
+  // cudaGraphLaunch, less the CUPTI span of the graph's kernels; so it includes the end event's
+  // tail, and graph launch + kernels + gaps add up to graph_ns.
+  LatencyStats graph_launch_ns;
+  LatencyStats kernel_gap_ns;  // one kernel's end to the next one's start, in a CUDA graph
   // The same with Programmatic Dependent Launch: the first kernel's end to the moment the
-  // second passes cudaGridDependencySynchronize (never negative).
+  // second passes cudaGridDependencySynchronize (never negative). Measured as what the boundary
+  // adds beyond the second kernel's own duration: the end-to-end spacing of PDL-chained kernels
+  // less a plain launch's duration (CUPTI), 0 where the early launch hides more than the gap.
   LatencyStats kernel_gap_pdl_ns;
   LatencyStats region_launch_ns;  // a persistent region kernel's start to its first task's start
   LatencyStats region_drain_ns;   // a persistent region's last task end to the kernel's end

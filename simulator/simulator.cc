@@ -317,6 +317,13 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
   return costs;
 }
 
+MegakernelParams Simulator::megakernel_params() const {
+  MegakernelParams params;
+  params.bandwidth_bytes_per_ns = profile_.device.copy_bandwidth_gb_per_s;
+  params.signal_latency_ns = p50(profile_.micro.counter_signal_to_wait_ns);
+  return params;
+}
+
 TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
   const MicroBenchmarks& micro = profile_.micro;
   if (before == Boundary::stage_start) return p50(micro.graph_launch_ns);
@@ -370,9 +377,7 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   }
   const model::Schedule schedule =
       model::make_schedule(g, r.region.begin, r.region.end, profile_.device.sm_count);
-  MegakernelParams params;
-  params.bandwidth_bytes_per_ns = profile_.device.copy_bandwidth_gb_per_s;
-  params.signal_latency_ns = p50(micro.counter_signal_to_wait_ns);
+  MegakernelParams params = megakernel_params();
   params.record_spans = options_.record_spans;
   MegakernelRun run = simulate_megakernel(g, schedule, costs, params);
 

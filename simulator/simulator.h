@@ -75,6 +75,8 @@ class Simulator {
   // The fit of an op's standalone task benchmark.
   TaskFit task_fit(std::string_view stage, int64_t batch, int op);
   RegionConfig region_config(std::string_view stage, int64_t batch, const model::Region& region);
+  // The device parameters every mk region runs with (bandwidth, counter signal latency).
+  MegakernelParams megakernel_params() const;
 
   struct CacheStats {
     int64_t hits = 0;

@@ -20,4 +20,15 @@ nlohmann::json chrome_trace(const Prediction& prediction, Simulator& simulator);
 // traces (the golden test's) shows whole events.
 std::string trace_text(const nlohmann::json& trace);
 
+// The pieces both traces are made of, so that the profiler's measured trace (megacut profile
+// --trace) has the same layout and argument names as a simulated one.
+nlohmann::json trace_process_name(const std::string& name);
+nlohmann::json trace_thread_name(int tid, const std::string& name);
+nlohmann::json trace_thread_order(int tid);
+// A complete event (ph "X") from start_ns to end_ns, written in µs.
+nlohmann::json trace_complete(std::string name, std::string_view category, int tid, TimeNs start_ns,
+                              TimeNs end_ns, nlohmann::json args);
+// Kineto's argument names for a kernel launched with `launch` on stream 0 of device 0.
+nlohmann::json trace_kernel_args(const LaunchConfig& launch);
+
 }  // namespace megacut::simulator

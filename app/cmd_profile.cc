@@ -1,0 +1,186 @@
+// megacut profile: measures what the simulator may use (profile.json, "megacut.profile/1") for a
+// model on this GPU: the all-conventional stage graphs traced with CUPTI at each batch size, and
+// the micro-benchmarks of boundaries and counters. A progress line shows where the sweep is when
+// stdout is a terminal.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "app/commands.h"
+#include "app/format.h"
+#include "model/error.h"
+#include "profiler/profiler.h"
+
+namespace megacut::app {
+namespace {
+
+struct ProfileCommandOptions {
+  std::string model;
+  std::vector<int64_t> batches;
+  int64_t prompt_len = model::kDefaultPromptLen;
+  std::string out;
+  std::string trace;
+  std::string provider = "ours";
+  int runs = 100;
+  int warmup = 10;
+  int micro_launches = 50;
+  uint64_t seed = 0;
+};
+
+// Lines for the log, and one progress line kept at the bottom on a terminal.
+class Terminal {
+ public:
+  Terminal() : live_(isatty(fileno(stdout)) != 0) {}
+  ~Terminal() { clear(); }
+
+  void line(const std::string& text) {
+    clear();
+    std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
+  }
+  void progress(const std::string& text) {
+    if (!live_) return;
+    std::printf("\r\033[K%s", text.c_str());
+    std::fflush(stdout);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::printf("\r\033[K");
+    std::fflush(stdout);
+    shown_ = false;
+  }
+
+ private:
+  bool live_;
+  bool shown_ = false;
+};
+
+std::string printf_string(const char* format, auto... args) {
+  char text[512];
+  std::snprintf(text, sizeof text, format, args...);
+  return text;
+}
+
+void print_micro(Terminal& t, const profiler::MicroResult& m) {
+  const simulator::DeviceProfile& d = m.device;
+  t.line(printf_string("device: %s, %d SMs, L2 %s, %lld registers per SM, copy %.1f GB/s",
+                       d.name.c_str(), d.sm_count, format_bytes(double(d.l2_bytes)).c_str(),
+                       static_cast<long long>(d.registers_per_sm), d.copy_bandwidth_gb_per_s));
+  t.line("micro-benchmarks (ns)                      p50       p95      mean     stdev  samples");
+  const std::pair<const char*, const model::LatencyStats*> rows[] = {
+      {"graph launch (events - kernel span)", &m.micro.graph_launch_ns},
+      {"kernel gap in a CUDA graph", &m.micro.kernel_gap_ns},
+      {"kernel gap with PDL (added)", &m.micro.kernel_gap_pdl_ns},
+      {"region launch (start -> 1st task)", &m.micro.region_launch_ns},
+      {"region drain (last task -> end)", &m.micro.region_drain_ns},
+      {"counter signal -> wait (other SM)", &m.micro.counter_signal_to_wait_ns}};
+  for (const auto& [label, s] : rows) {
+    t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld", label, s->p50, s->p95,
+                         s->mean, s->stdev, static_cast<long long>(s->count)));
+  }
+}
+
+void print_batch(Terminal& t, const profiler::BatchSummary& b) {
+  const double off = b.ttfo_untraced_ms.p50, on = b.ttfo_traced_ms.p50;
+  const double added = off > 0 ? 100.0 * (on - off) / off : 0;
+  t.line(printf_string(
+      "batch %lld: TTFO p50 %.4f ms untraced, %.4f ms traced (%+.1f%%); %lld kernel records, "
+      "%llu dropped",
+      static_cast<long long>(b.batch), off, on, added, static_cast<long long>(b.kernel_records),
+      static_cast<unsigned long long>(b.dropped_records)));
+  for (const profiler::StageSummary& s : b.stages) {
+    t.line(printf_string(
+        "  %-8s %4d ops, %4d kernels/replay; graph p50 %9.1f us untraced (CV %4.1f%%), %9.1f "
+        "traced; kernel span %9.1f us = kernels %9.1f + gaps %7.1f",
+        s.stage.c_str(), s.ops, s.kernels_per_replay, s.graph_ns.p50 / 1e3,
+        100 * s.graph_ns.coefficient_of_variation(), s.traced_graph_ns.p50 / 1e3,
+        s.span_ns.p50 / 1e3, s.kernels_p50_ns / 1e3, s.gaps_p50_ns / 1e3));
+    if (s.clamped_gaps > 0) {
+      t.line(printf_string(
+          "           %d gaps of up to -%llu ns (CUPTI timestamp jitter) counted as 0",
+          s.clamped_gaps, static_cast<unsigned long long>(s.max_overlap_ns)));
+    }
+  }
+  if (added > 3.0) {
+    t.line(printf_string("  note: tracing added %.1f%% to TTFO p50 (goal: 3%% or less)", added));
+  }
+}
+
+void run(const ProfileCommandOptions& o) {
+  profiler::ProfileOptions options;
+  options.model = o.model;
+  options.batches = o.batches;
+  std::sort(options.batches.begin(), options.batches.end());
+  options.batches.erase(std::unique(options.batches.begin(), options.batches.end()),
+                        options.batches.end());
+  options.prompt_len = o.prompt_len;
+  if (o.provider == "cublaslt") {
+    options.provider = executor::LinearProvider::cublaslt;
+  } else if (o.provider != "ours") {
+    throw Error("--provider: '" + o.provider + "' is not a provider (ours, cublaslt)");
+  }
+  if (o.runs < 1) throw Error("--runs: must be at least 1");
+  if (o.warmup < 0) throw Error("--warmup: must not be negative");
+  options.runs = o.runs;
+  options.warmup = o.warmup;
+  options.micro.launches = o.micro_launches;
+  options.seed = o.seed;
+  options.out = o.out;
+  options.trace = o.trace;
+
+  Terminal terminal;
+  size_t batches_done = 0;
+  profiler::ProfileListener listener;
+  listener.note = [&](const std::string& text) { terminal.line(text); };
+  listener.micro_done = [&](const profiler::MicroResult& m) { print_micro(terminal, m); };
+  listener.progress = [&](const std::string& phase, int done, int total) {
+    terminal.progress(
+        printf_string("batch %lld (%zu of %zu): %s %d/%d",
+                      static_cast<long long>(
+                          options.batches.at(std::min(batches_done, options.batches.size() - 1))),
+                      batches_done + 1, options.batches.size(), phase.c_str(), done, total));
+  };
+  listener.batch_done = [&](const profiler::BatchSummary& b) {
+    print_batch(terminal, b);
+    ++batches_done;
+  };
+  terminal.line("megacut profile: " + o.model + ", prompt " + std::to_string(o.prompt_len) +
+                " tokens, provider " + o.provider + "; each stage one CUDA graph, " +
+                std::to_string(o.warmup) + " warm-up and " + std::to_string(o.runs) +
+                " timed replays untraced (CUDA events), then traced (CUPTI)");
+  const simulator::Profile profile = profiler::run_profile(options, listener);
+  terminal.line("profile written to " + o.out + " (" + std::string(simulator::kProfileSchema) +
+                ", batches " + std::to_string(profile.batches.size()) +
+                "); read back with simulator::read_profile and checked");
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& root) {
+  auto o = std::make_shared<ProfileCommandOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "profile", "Trace a model's conventional graphs and run the micro-benchmarks (profile.json)");
+  cmd->add_option("--model,-m", o->model, "Bundled model name, config.json, or checkpoint dir")
+      ->required();
+  cmd->add_option("--batch,-b", o->batches, "Batch sizes, e.g. 1,2,4,8,16,32")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", o->out, "Write the profile (megacut.profile/1) here")->required();
+  cmd->add_option("--trace", o->trace,
+                  "Write the smallest batch's measured iteration as a Chrome trace (Perfetto)");
+  cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")
+      ->capture_default_str();
+  cmd->add_option("--runs", o->runs, "Timed replays of each stage")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up replays of each stage")->capture_default_str();
+  cmd->add_option("--micro-launches", o->micro_launches, "Traced launches of each micro-benchmark")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace megacut::app

@@ -1,0 +1,360 @@
+#include "executor/megakernel.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "executor/cuda_check.h"
+#include "executor/megakernel_bodies.h"
+#include "executor/megakernel_codegen.h"
+#include "model/error.h"
+#include "model/schedule.h"
+
+namespace megacut::executor {
+namespace {
+
+// The driver functions the region needs, fetched through the runtime so that nothing links
+// libcuda (CI machines have none).
+struct Driver {
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*func_get_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*occupancy)(int*, CUfunction, int, size_t) = nullptr;
+  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*get_error_string)(CUresult, const char**) = nullptr;
+};
+
+template <class F>
+void entry(const char* symbol, F& fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || p == nullptr) {
+    throw Error(std::string("CUDA driver entry point ") + symbol + " not found");
+  }
+  fn = reinterpret_cast<F>(p);
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    entry("cuModuleLoadData", d.module_load_data);
+    entry("cuModuleGetFunction", d.module_get_function);
+    entry("cuFuncGetAttribute", d.func_get_attribute);
+    entry("cuFuncSetAttribute", d.func_set_attribute);
+    entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", d.occupancy);
+    entry("cuLaunchKernel", d.launch_kernel);
+    entry("cuGetErrorString", d.get_error_string);
+    return d;
+  }();
+  return d;
+}
+
+void cu_check(CUresult r, const char* what, const std::string& where) {
+  if (r == CUDA_SUCCESS) return;
+  const char* text = "unknown error";
+  if (driver().get_error_string) driver().get_error_string(r, &text);
+  throw Error(where + ": " + what + " failed: " + text);
+}
+
+// Loaded modules by kernel key, for the process's life: regions with the same bodies share one.
+CUfunction load_function(const CompiledKernel& k, const std::string& where) {
+  static std::mutex mutex;
+  static std::map<std::string, CUfunction> loaded;
+  std::lock_guard lock(mutex);
+  if (auto it = loaded.find(k.key); it != loaded.end()) return it->second;
+  CUmodule module = nullptr;
+  cu_check(driver().module_load_data(&module, k.cubin.data()), "cuModuleLoadData", where);
+  CUfunction fn = nullptr;
+  cu_check(driver().module_get_function(&fn, module, kRegionKernelName), "cuModuleGetFunction",
+           where);
+  // Let the kernel take up to the device's opt-in shared memory once, as the conventional
+  // kernels do: regions sharing this kernel may need different amounts.
+  int device = 0, optin = 0, static_bytes = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cu_check(driver().func_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+           "cuFuncGetAttribute", where);
+  cu_check(driver().func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       optin - static_bytes),
+           "cuFuncSetAttribute", where);
+  loaded.emplace(k.key, fn);
+  return fn;
+}
+
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) : n_(n) {
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(n, 1) * sizeof(T)));
+    CUDA_CHECK(cudaMemset(ptr_, 0, std::max<size_t>(n, 1) * sizeof(T)));
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    if (!host.empty()) {
+      CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    }
+  }
+  ~DeviceArray() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  DeviceArray(DeviceArray&& o) noexcept { *this = std::move(o); }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
+struct DeviceShape {
+  int sm_count = 0;
+  int arch = 0;
+};
+
+DeviceShape device_shape() {
+  int device = 0;
+  CUDA_CHECK(cudaFree(nullptr));  // the runtime's primary context, which the module loads into
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return {prop.multiProcessorCount, prop.major * 10 + prop.minor};
+}
+
+}  // namespace
+
+nlohmann::json RegionConfig::to_json() const {
+  return {{"op_begin", op_begin},
+          {"op_end", op_end},
+          {"tasks", tasks},
+          {"bodies", bodies},
+          {"grid", grid},
+          {"block_threads", block_threads},
+          {"dynamic_smem_bytes", dynamic_smem_bytes},
+          {"static_smem_bytes", static_smem_bytes},
+          {"registers", registers},
+          {"local_bytes", local_bytes},
+          {"blocks_per_sm", blocks_per_sm},
+          {"sm_count", sm_count},
+          {"kernel_key", kernel_key},
+          {"cache_hit", cache_hit},
+          {"compile_ms", compile_ms}};
+}
+
+struct MegakernelRegion::Impl {
+  const model::Graph& graph;
+  RegionOptions options;
+  std::string name;
+  TaskTable table;
+  RegionConfig config;
+  CUfunction function = nullptr;
+  DeviceArray<char> layouts;
+  DeviceArray<mk::Task> tasks;
+  DeviceArray<int> queue_begin, deps;
+  DeviceArray<unsigned long long> counters, epoch;
+  DeviceArray<mk::ErrorRecord> error;
+  DeviceArray<mk::TaskTiming> timings;
+  mk::Params params{};
+
+  Impl(const model::Graph& g, int op_begin, int op_end, RegionOptions o) : graph(g), options(o) {
+    name = "megakernel region " + std::to_string(o.region_id) + " (" + g.stage() + " ops [" +
+           std::to_string(op_begin) + ", " + std::to_string(op_end) + "))";
+    if (op_begin < 0 || op_end > g.op_count() || op_begin >= op_end) {
+      throw Error(name + ": not a range of the stage's " + std::to_string(g.op_count()) + " ops");
+    }
+    config.op_begin = op_begin;
+    config.op_end = op_end;
+  }
+
+  // Compiles (or loads) the kernel and fills the configuration but the grid.
+  void compile(const std::vector<RegionBody>& bodies, const std::vector<std::string>& names) {
+    const DeviceShape device = device_shape();
+    const CompiledKernel k =
+        compile_region_kernel(region_kernel_source(names, options.timing), device.arch, name);
+    function = load_function(k, name);
+    config.kernel_key = k.key;
+    config.cache_hit = k.cache_hit;
+    config.compile_ms = k.compile_ms;
+    config.bodies = static_cast<int>(names.size());
+    config.sm_count = device.sm_count;
+    for (const RegionBody& b : bodies) {
+      config.block_threads = std::max(config.block_threads, b.threads);
+      config.dynamic_smem_bytes = std::max(config.dynamic_smem_bytes, b.smem_bytes);
+    }
+    const Driver& d = driver();
+    int max_threads = 0;
+    cu_check(d.func_get_attribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function),
+             "cuFuncGetAttribute", name);
+    if (max_threads < config.block_threads) {
+      throw Error(name + ": the kernel takes " + std::to_string(max_threads) +
+                  " threads per block, its bodies need " + std::to_string(config.block_threads));
+    }
+    cu_check(d.func_get_attribute(&config.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, function),
+             "cuFuncGetAttribute", name);
+    cu_check(
+        d.func_get_attribute(&config.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function),
+        "cuFuncGetAttribute", name);
+    cu_check(d.func_get_attribute(&config.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                  function),
+             "cuFuncGetAttribute", name);
+    cu_check(d.occupancy(&config.blocks_per_sm, function, config.block_threads,
+                         static_cast<size_t>(config.dynamic_smem_bytes)),
+             "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
+    if (config.blocks_per_sm < 1) {
+      throw Error(name + ": no CTA of " + std::to_string(config.block_threads) + " threads, " +
+                  std::to_string(config.registers) + " registers and " +
+                  std::to_string(config.dynamic_smem_bytes) + " bytes of shared memory fits an SM");
+    }
+  }
+
+  // Fills bodies and layout offsets into the table, checks it and uploads everything.
+  void upload(const std::vector<RegionBody>& bodies, const std::vector<std::string>& names,
+              bool verify) {
+    config.grid = table.queue_count();
+    config.tasks = table.task_count;
+    if (config.grid < 1) throw Error(name + ": no queues");
+    // Co-residency: a CTA that never starts would leave its dependants spinning.
+    if (config.grid > config.sm_count * config.blocks_per_sm) {
+      throw Error(name + ": " + std::to_string(config.grid) + " CTAs cannot all be resident (" +
+                  std::to_string(config.sm_count) + " SMs x " +
+                  std::to_string(config.blocks_per_sm) + ")");
+    }
+    if (verify) {
+      if (const std::string why = find_deadlock(table); !why.empty()) throw Error(why);
+    }
+    std::vector<char> blob;
+    std::vector<int> offset(bodies.size()), body_case(bodies.size());
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      blob.resize((blob.size() + 15) / 16 * 16);
+      offset[i] = static_cast<int>(blob.size());
+      const auto* bytes = reinterpret_cast<const char*>(bodies[i].layout.data());
+      blob.insert(blob.end(), bytes, bytes + bodies[i].layout.size());
+      body_case[i] = static_cast<int>(std::lower_bound(names.begin(), names.end(), bodies[i].name) -
+                                      names.begin());
+    }
+    for (mk::Task& t : table.tasks) {
+      const int slot = table.op_of_task.at(t.index) - table.op_begin;
+      t.body = body_case[slot];
+      t.layout_offset = offset[slot];
+    }
+    layouts = DeviceArray<char>(blob);
+    tasks = DeviceArray<mk::Task>(table.tasks);
+    queue_begin = DeviceArray<int>(table.queue_begin);
+    deps = DeviceArray<int>(table.deps);
+    counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.task_count));
+    epoch = DeviceArray<unsigned long long>(1);
+    error = DeviceArray<mk::ErrorRecord>(1);
+    if (options.timing) timings = DeviceArray<mk::TaskTiming>(table.task_count);
+    params.layouts = layouts.get();
+    params.tasks = tasks.get();
+    params.queue_begin = queue_begin.get();
+    params.deps = deps.get();
+    params.counters = counters.get();
+    params.epoch = epoch.get();
+    params.error = error.get();
+    params.timings = timings.get();
+    params.watchdog_polls = options.watchdog_polls;
+    params.region = options.region_id;
+  }
+};
+
+namespace {
+
+std::vector<RegionBody> bodies_of(const model::Graph& g, int op_begin, int op_end,
+                                  const StageBuffers& buffers) {
+  std::vector<RegionBody> bodies;
+  for (int op = op_begin; op < op_end; ++op) bodies.push_back(region_body(g, op, buffers));
+  return bodies;
+}
+
+}  // namespace
+
+MegakernelRegion::MegakernelRegion(const model::Graph& graph, int op_begin, int op_end,
+                                   const StageBuffers& buffers, RegionOptions options)
+    : impl_(std::make_unique<Impl>(graph, op_begin, op_end, options)) {
+  Impl& m = *impl_;
+  const std::vector<RegionBody> bodies = bodies_of(graph, op_begin, op_end, buffers);
+  const std::vector<std::string> names = region_body_names(graph, op_begin, op_end);
+  m.compile(bodies, names);
+  const int64_t tasks =
+      (op_end < graph.op_count() ? graph.first_task(op_end) : graph.task_count()) -
+      graph.first_task(op_begin);
+  int grid = static_cast<int>(std::min<int64_t>(m.config.sm_count, tasks));
+  if (options.max_ctas > 0) grid = std::min(grid, options.max_ctas);
+  m.table = make_task_table(graph, model::make_schedule(graph, op_begin, op_end, grid));
+  m.upload(bodies, names, true);
+}
+
+MegakernelRegion::MegakernelRegion(const model::Graph& graph, TaskTable table,
+                                   const StageBuffers& buffers, RegionOptions options, bool verify)
+    : impl_(std::make_unique<Impl>(graph, table.op_begin, table.op_end, options)) {
+  Impl& m = *impl_;
+  const std::vector<RegionBody> bodies = bodies_of(graph, table.op_begin, table.op_end, buffers);
+  const std::vector<std::string> names = region_body_names(graph, table.op_begin, table.op_end);
+  m.compile(bodies, names);
+  m.table = std::move(table);
+  m.upload(bodies, names, verify);
+}
+
+MegakernelRegion::~MegakernelRegion() = default;
+
+void MegakernelRegion::launch(cudaStream_t stream) {
+  Impl& m = *impl_;
+  launch_epoch_bump(m.epoch.get(), stream);
+  void* args[] = {&m.params};
+  cu_check(driver().launch_kernel(m.function, static_cast<unsigned>(m.config.grid), 1, 1,
+                                  static_cast<unsigned>(m.config.block_threads), 1, 1,
+                                  static_cast<unsigned>(m.config.dynamic_smem_bytes),
+                                  reinterpret_cast<CUstream>(stream), args, nullptr),
+           "cuLaunchKernel", m.name);
+}
+
+void MegakernelRegion::check(cudaStream_t stream) {
+  Impl& m = *impl_;
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  mk::ErrorRecord e{};
+  CUDA_CHECK(cudaMemcpy(&e, m.error.get(), sizeof e, cudaMemcpyDeviceToHost));
+  if (e.flag == 0) return;
+  CUDA_CHECK(cudaMemset(m.error.get(), 0, sizeof e));
+  auto describe = [&](int task) {
+    if (task < 0 || task >= m.table.task_count) return "task " + std::to_string(task);
+    const model::TaskRef ref = m.graph.task(m.table.first_task + task);
+    return "task " + std::to_string(task) + " (op " + std::to_string(ref.op) + " " +
+           m.graph.op(ref.op).name + ", tile " + std::to_string(ref.tile) + ")";
+  };
+  throw Error(m.name + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
+              std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
+              describe(e.counter) + " to reach run " + std::to_string(e.target) +
+              " but it stayed at " + std::to_string(e.seen) + " after " +
+              std::to_string(m.options.watchdog_polls) + " polls; the region gave up");
+}
+
+const RegionConfig& MegakernelRegion::config() const { return impl_->config; }
+const TaskTable& MegakernelRegion::table() const { return impl_->table; }
+
+std::vector<TaskTimingRecord> MegakernelRegion::read_timings(cudaStream_t stream) const {
+  const Impl& m = *impl_;
+  if (!m.options.timing) return {};
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<mk::TaskTiming> raw(static_cast<size_t>(m.table.task_count));
+  CUDA_CHECK(cudaMemcpy(raw.data(), m.timings.get(), raw.size() * sizeof(mk::TaskTiming),
+                        cudaMemcpyDeviceToHost));
+  std::vector<TaskTimingRecord> out;
+  for (int i = 0; i < m.table.task_count; ++i) {
+    const model::TaskRef ref = m.graph.task(m.table.first_task + i);
+    out.push_back({i, ref.op, ref.tile, raw[i].start_ns, raw[i].end_ns, static_cast<int>(raw[i].sm),
+                   static_cast<int>(raw[i].block)});
+  }
+  return out;
+}
+
+}  // namespace megacut::executor

@@ -1,0 +1,57 @@
+// The plain structs a megakernel region's host code and its generated kernel share: the task
+// table, the kernel's one parameter, the error record a watchdog writes and the optional
+// per-task timing record. Compiled by the host compiler, nvcc and NVRTC alike, so: fixed-size
+// fields only, no standard headers.
+#pragma once
+
+namespace megacut::executor::mk {
+
+// One task of a region: which body runs it (a case of the generated kernel's switch), where
+// its layout is, which tile, and its dependencies deps[dep_begin, dep_end) as region-local task
+// indices. A task's counter is its region-local index.
+struct Task {
+  int index;          // region-local task index (global task id - first task of the region)
+  int body;           // case of the kernel's switch
+  int layout_offset;  // bytes into Params::layouts
+  int dep_begin;
+  int dep_end;
+  int pad;
+  long long tile;
+};
+
+// Written once by the first wait that gives up; the host reads and clears it.
+struct ErrorRecord {
+  unsigned int flag;  // 0: no error
+  int region;
+  int sm;
+  int block;
+  int task;     // region-local index of the waiting task
+  int counter;  // region-local index of the task it waited for
+  unsigned long long target;
+  unsigned long long seen;
+};
+
+// Per task, when timing is compiled in (MEGACUT_MK_TIMING): %globaltimer at start (after its
+// waits) and end (before its signal), and the SM it ran on.
+struct TaskTiming {
+  unsigned long long start_ns;
+  unsigned long long end_ns;
+  unsigned int sm;
+  unsigned int block;
+};
+
+struct Params {
+  const char* layouts;              // layout structs, 16-byte aligned each
+  const Task* tasks;                // queue after queue
+  const int* queue_begin;           // (gridDim.x + 1): queue q is tasks[queue_begin[q], [q+1])
+  const int* deps;                  // region-local task indices
+  unsigned long long* counters;     // one per task, monotonic: the run index once done
+  const unsigned long long* epoch;  // the run index, bumped before each launch
+  ErrorRecord* error;
+  TaskTiming* timings;                // one per task, or null
+  unsigned long long watchdog_polls;  // polls one wait may make before giving up
+  int region;                         // reported in errors
+  int pad;
+};
+
+}  // namespace megacut::executor::mk

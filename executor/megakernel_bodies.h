@@ -1,0 +1,33 @@
+// What a megakernel region needs of each op's tile body on the host: its launch shape (kThreads,
+// shared memory for this op's layout) and its layout as bytes for the device table. The body
+// chosen is the one launch_op would choose (same shape rules, executor/op_support.h), so a
+// region and a conventional kernel run the same arithmetic.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/stage_buffers.h"
+#include "model/graph.h"
+
+namespace megacut::executor {
+
+struct RegionBody {
+  std::string name;  // tile_body_name: the C++ type the generated kernel instantiates
+  int threads = 0;   // Body::kThreads
+  int smem_bytes = 0;
+  std::vector<std::byte> layout;  // Body::Layout's bytes
+};
+
+// Throws megacut::Error where can_implement fails or a buffer is missing.
+RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers);
+
+// Adds 1 to *epoch on `stream`: the run index a region reads, kept on the device so that a
+// captured CUDA graph replays with a fresh one each time.
+void launch_epoch_bump(unsigned long long* epoch, cudaStream_t stream);
+
+}  // namespace megacut::executor

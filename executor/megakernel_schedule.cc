@@ -1,0 +1,87 @@
+#include "executor/megakernel_schedule.h"
+
+#include <limits>
+
+#include "model/error.h"
+
+namespace megacut::executor {
+
+TaskTable make_task_table(const model::Graph& graph, const model::Schedule& schedule) {
+  TaskTable t;
+  t.op_begin = schedule.op_begin;
+  t.op_end = schedule.op_end;
+  t.first_task = graph.first_task(schedule.op_begin);
+  const model::TaskId end_task =
+      schedule.op_end < graph.op_count() ? graph.first_task(schedule.op_end) : graph.task_count();
+  if (end_task - t.first_task > std::numeric_limits<int>::max() / 2) {
+    throw Error("megakernel region ops [" + std::to_string(t.op_begin) + ", " +
+                std::to_string(t.op_end) + "): too many tasks");
+  }
+  t.task_count = static_cast<int>(end_task - t.first_task);
+  t.op_of_task.resize(t.task_count);
+  for (int op = t.op_begin; op < t.op_end; ++op) {
+    const model::TaskId first = graph.first_task(op) - t.first_task;
+    const model::TaskId last =
+        (op + 1 < graph.op_count() ? graph.first_task(op + 1) : graph.task_count()) - t.first_task;
+    for (model::TaskId i = first; i < last; ++i) t.op_of_task[i] = op;
+  }
+  t.queue_begin.push_back(0);
+  for (const std::vector<model::TaskId>& queue : schedule.queues) {
+    for (model::TaskId id : queue) {
+      mk::Task task{};
+      task.index = static_cast<int>(id - t.first_task);
+      task.tile = graph.task(id).tile;
+      task.dep_begin = static_cast<int>(t.deps.size());
+      for (model::TaskId dep : graph.task_deps(id)) {
+        if (dep >= t.first_task) t.deps.push_back(static_cast<int>(dep - t.first_task));
+      }
+      task.dep_end = static_cast<int>(t.deps.size());
+      t.tasks.push_back(task);
+    }
+    t.queue_begin.push_back(static_cast<int>(t.tasks.size()));
+  }
+  return t;
+}
+
+std::string find_deadlock(const TaskTable& t) {
+  const std::string where = "megakernel region ops [" + std::to_string(t.op_begin) + ", " +
+                            std::to_string(t.op_end) + "): ";
+  if (t.queue_begin.empty() || t.queue_begin.front() != 0 ||
+      t.queue_begin.back() != static_cast<int>(t.tasks.size())) {
+    return where + "queue offsets do not cover the task list";
+  }
+  std::vector<int> seen(t.task_count, 0);
+  for (int q = 0; q < t.queue_count(); ++q) {
+    int previous = -1;
+    for (int i = t.queue_begin[q]; i < t.queue_begin[q + 1]; ++i) {
+      const mk::Task& task = t.tasks[i];
+      const std::string name = "task " + std::to_string(task.index) + " (queue " +
+                               std::to_string(q) + ", position " +
+                               std::to_string(i - t.queue_begin[q]) + ")";
+      if (task.index < 0 || task.index >= t.task_count) return where + name + " is not a task";
+      if (seen[task.index]++) return where + name + " is placed twice";
+      if (task.index <= previous) {
+        return where + name + " runs after task " + std::to_string(previous) +
+               " in its queue but comes before it in task order";
+      }
+      previous = task.index;
+      if (task.dep_begin < 0 || task.dep_end < task.dep_begin ||
+          task.dep_end > static_cast<int>(t.deps.size())) {
+        return where + name + " has a bad dependency range";
+      }
+      for (int d = task.dep_begin; d < task.dep_end; ++d) {
+        const int dep = t.deps[d];
+        if (dep < 0 || dep >= task.index) {
+          return where + name + " waits for task " + std::to_string(dep) +
+                 ", which is not an earlier task of the region";
+        }
+      }
+    }
+  }
+  for (int i = 0; i < t.task_count; ++i) {
+    if (!seen[i]) return where + "task " + std::to_string(i) + " is in no queue: never signalled";
+  }
+  return {};
+}
+
+}  // namespace megacut::executor

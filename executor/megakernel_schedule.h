@@ -1,0 +1,38 @@
+// A megakernel region's task table: model::make_schedule's queues flattened into the arrays the
+// generated kernel walks, and the host check that the table cannot deadlock. Plain C++: the
+// planner's tests and CI use it without a GPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "executor/megakernel_abi.cuh"
+#include "model/graph.h"
+#include "model/schedule.h"
+
+namespace megacut::executor {
+
+struct TaskTable {
+  int op_begin = 0;
+  int op_end = 0;
+  model::TaskId first_task = 0;  // global id of region-local task 0
+  int task_count = 0;            // tasks in the region = counters
+  std::vector<int> queue_begin;  // (queues + 1)
+  std::vector<mk::Task> tasks;   // queue after queue; body and layout_offset filled later
+  std::vector<int> deps;         // region-local task indices
+  std::vector<int> op_of_task;   // by region-local index: op index in the graph
+
+  int queue_count() const { return static_cast<int>(queue_begin.size()) - 1; }
+};
+
+// The table of `schedule` (of ops [schedule.op_begin, schedule.op_end) of `graph`). Dependencies
+// on tasks before the region are dropped: the kernel boundary before the region orders them.
+TaskTable make_task_table(const model::Graph& graph, const model::Schedule& schedule);
+
+// Empty when the table cannot deadlock with all its queues' CTAs resident; otherwise why not,
+// naming the queue and task. The proof: every task appears exactly once, every dependency is a
+// task of the region with a smaller index, and each queue runs its tasks in increasing index
+// order. Then the smallest unfinished task always heads its queue with all its dependencies done.
+std::string find_deadlock(const TaskTable& table);
+
+}  // namespace megacut::executor

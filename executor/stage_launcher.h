@@ -1,0 +1,41 @@
+// One stage of a composition: its regions in order, conv regions as one launch_op per op and
+// mk regions as one MegakernelRegion launch each. launch() allocates nothing and never waits,
+// so the runner captures a whole stage into one CUDA graph; check() reports a region whose
+// watchdog fired.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "executor/conventional.h"
+#include "executor/megakernel.h"
+#include "model/composition.h"
+
+namespace megacut::executor {
+
+class StageLauncher {
+ public:
+  // `graph`, `buffers` and `context` must outlive the launcher. Compiles every mk region now.
+  StageLauncher(const model::Graph& graph, const StageBuffers& buffers,
+                std::vector<model::Region> regions, LinearProvider provider, KernelContext* context,
+                RegionOptions mk_options = {});
+  ~StageLauncher();
+
+  void launch(cudaStream_t stream);
+  // Waits for `stream`; throws megacut::Error if a megakernel region's watchdog fired.
+  void check(cudaStream_t stream);
+  // The mk regions' configurations, in stage order.
+  std::vector<RegionConfig> region_configs() const;
+
+ private:
+  const model::Graph& graph_;
+  const StageBuffers& buffers_;
+  std::vector<model::Region> regions_;
+  LinearProvider provider_;
+  KernelContext* context_;
+  std::vector<std::unique_ptr<MegakernelRegion>> mk_;  // by region; null for conv regions
+};
+
+}  // namespace megacut::executor

@@ -1,0 +1,524 @@
+// The micro-benchmarks (micro.h says what each measures and how). Every kernel here is trivial
+// on purpose: what is timed is the boundary around it, not its work.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "executor/counters.cuh"
+#include "executor/cuda_check.h"
+#include "executor/runner.h"
+#include "model/error.h"
+#include "profiler/micro.h"
+
+namespace megacut::profiler {
+namespace {
+
+// Which micro-benchmark a tagged launch belongs to (Tag::stage).
+enum Bench : int { kPlainChain = 0, kPdlChain = 1, kRegion = 2 };
+
+constexpr int kChainKernels = 32;
+constexpr int kChainThreads = 32;
+constexpr int kRegionThreads = 128;
+constexpr int kRegionTasks = 4;
+constexpr int kPingPongBatches = 100;
+constexpr int kRoundTripsPerBatch = 100;
+constexpr int kTickReads = 1 << 16;
+
+using u64 = unsigned long long;
+
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+struct ChainLayout {
+  u64* value;     // (1,) the word every link increments: each depends on the one before
+  u64* entry_ns;  // (kChainKernels,) %globaltimer once past the dependency wait
+  u64* exit_ns;   // (kChainKernels,) %globaltimer after the last store
+};
+
+// One link of a chain of dependent one-CTA kernels. Launched with PDL, it waits for its
+// predecessor (griddepcontrol.wait) and lets its own dependent launch at once; launched without,
+// both instructions do nothing.
+__global__ void chain_kernel(ChainLayout l, int index) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const u64 entry = globaltimer();
+  asm volatile("griddepcontrol.launch_dependents;");
+  if (threadIdx.x == 0) {
+    *l.value += 1;
+    l.entry_ns[index] = entry;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) l.exit_ns[index] = globaltimer();
+}
+
+// The smallest step %globaltimer takes on this device.
+__global__ void timer_tick_kernel(u64* tick_ns) {
+  u64 best = ~0ull, previous = globaltimer();
+  for (int i = 0; i < kTickReads; ++i) {
+    const u64 now = globaltimer();
+    if (now != previous) best = min(best, now - previous);
+    previous = now;
+  }
+  *tick_ns = best;
+}
+
+struct RegionLayout {
+  u64* entry_ns;       // (ctas,) each CTA's first instruction
+  u64* first_task_ns;  // (ctas,) its first task's start
+  u64* last_end_ns;    // (ctas,) its last task's end
+  float* sink;         // (ctas, kRegionThreads)
+};
+
+// A trivial persistent region: each CTA runs kRegionTasks empty tasks, back to back.
+__global__ void __launch_bounds__(kRegionThreads) region_kernel(RegionLayout l) {
+  const u64 entry = globaltimer();
+  float value = static_cast<float>(threadIdx.x);
+  for (int task = 0; task < kRegionTasks; ++task) {
+    __syncthreads();
+    if (task == 0 && threadIdx.x == 0) l.first_task_ns[blockIdx.x] = globaltimer();
+    value = value * 1.0001f + 1.f;
+    l.sink[blockIdx.x * kRegionThreads + threadIdx.x] = value;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    l.entry_ns[blockIdx.x] = entry;
+    l.last_end_ns[blockIdx.x] = globaltimer();
+  }
+}
+
+struct PingPongLayout {
+  uint64_t* counter;  // (1,) zero at launch
+  u64* batch_ns;      // (kPingPongBatches,) kRoundTripsPerBatch round trips, as CTA 0 saw them
+  int* smid;          // (2,)
+  int* error;         // (1,) set when a wait ran out of watchdog
+};
+
+// CTA 0 signals 2n+1 and waits for 2n+2; CTA 1 waits for 2n+1 and signals 2n+2. Each CTA takes
+// more than half an SM's shared memory, so the two run on different SMs.
+__global__ void pingpong_kernel(PingPongLayout l) {
+  extern __shared__ char reserved[];
+  if (threadIdx.x != 0) return;
+  int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  l.smid[blockIdx.x] = sm;
+  reserved[0] = 0;
+  const bool ping = blockIdx.x == 0;
+  uint64_t n = 0;
+  for (int batch = 0; batch < kPingPongBatches; ++batch) {
+    const u64 start = globaltimer();
+    for (int i = 0; i < kRoundTripsPerBatch; ++i, ++n) {
+      if (ping) {
+        executor::signal_counter(l.counter, 2 * n + 1);
+        if (!executor::wait_counter(l.counter, 2 * n + 2)) {
+          *l.error = 1;
+          return;
+        }
+      } else {
+        if (!executor::wait_counter(l.counter, 2 * n + 1)) {
+          *l.error = 1;
+          return;
+        }
+        executor::signal_counter(l.counter, 2 * n + 2);
+      }
+    }
+    if (ping) l.batch_ns[batch] = globaltimer() - start;
+  }
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count) : count_(count) {
+    CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(T)));
+    CUDA_CHECK(cudaMemset(ptr_, 0, count * sizeof(T)));
+  }
+  ~DeviceArray() { cudaFree(ptr_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return ptr_; }
+  std::vector<T> download() const {
+    std::vector<T> host(count_);
+    CUDA_CHECK(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t count_;
+};
+
+class Graph {
+ public:
+  ~Graph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  template <class Launch>
+  void capture(cudaStream_t stream, Launch&& launch) {
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    launch();
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  void launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+void launch_chain(const ChainLayout& l, bool pdl, cudaStream_t stream) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(kChainThreads);
+  config.stream = stream;
+  config.attrs = pdl ? &attribute : nullptr;
+  config.numAttrs = pdl ? 1 : 0;
+  for (int i = 0; i < kChainKernels; ++i)
+    CUDA_CHECK(cudaLaunchKernelEx(&config, chain_kernel, l, i));
+}
+
+double signed_ns(uint64_t from, uint64_t to) {
+  return static_cast<double>(static_cast<int64_t>(to - from));
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string ns_text(double ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f ns", ns);
+  return text;
+}
+
+std::string ns_text(uint64_t ns) { return ns_text(static_cast<double>(ns)); }
+
+// The kernels of one tagged launch: exactly `expected` of kernel `name`, else an error.
+const std::vector<KernelRecord>& launch_kernels(const TaggedKernels& tagged, Tag tag,
+                                                size_t expected, const char* name,
+                                                const char* what) {
+  const std::vector<KernelRecord>& kernels = tagged.of(tag);
+  if (kernels.size() != expected) {
+    throw Error(std::string("micro-benchmark ") + what + ", launch " + std::to_string(tag.index) +
+                ": CUPTI saw " + std::to_string(kernels.size()) + " kernels, expected " +
+                std::to_string(expected));
+  }
+  for (const KernelRecord& k : kernels) {
+    if (k.name.find(name) == std::string::npos) {
+      throw Error(std::string("micro-benchmark ") + what + ": unexpected kernel " + k.name);
+    }
+  }
+  return kernels;
+}
+
+// Positive samples only: in-kernel reads can land a timer tick on the wrong side.
+std::vector<double> clamped(const std::vector<double>& samples, int* negatives) {
+  std::vector<double> out;
+  for (double s : samples) {
+    if (s < 0) ++*negatives;
+    out.push_back(std::max(0.0, s));
+  }
+  return out;
+}
+
+}  // namespace
+
+MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options) {
+  if (options.launches < 2) throw Error("micro-benchmarks: need at least 2 launches each");
+  MicroResult out;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  out.device.name = prop.name;
+  out.device.sm_count = prop.multiProcessorCount;
+  out.device.l2_bytes = prop.l2CacheSize;
+  out.device.registers_per_sm = prop.regsPerMultiprocessor;
+  out.device.copy_bandwidth_gb_per_s = executor::measure_copy_bandwidth() / 1e9;
+
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } stream_guard{stream};
+
+  DeviceArray<u64> tick(1);
+  timer_tick_kernel<<<1, 1, 0, stream>>>(tick.get());
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const u64 tick_ns = tick.download()[0];
+  out.notes.push_back("%globaltimer ticks every " + ns_text(static_cast<double>(tick_ns)) +
+                      " or less");
+
+  // The chains, captured once each.
+  DeviceArray<u64> value(1), entry_ns(kChainKernels), exit_ns(kChainKernels);
+  const ChainLayout chain{value.get(), entry_ns.get(), exit_ns.get()};
+  Graph plain, pdl;
+  plain.capture(stream, [&] { launch_chain(chain, false, stream); });
+  pdl.capture(stream, [&] { launch_chain(chain, true, stream); });
+
+  // One CTA per SM, if the occupancy API allows one.
+  int per_sm = 0;
+  CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, region_kernel, kRegionThreads, 0));
+  if (per_sm < 1) throw Error("micro-benchmarks: the region kernel fits no CTA on an SM");
+  const int ctas = prop.multiProcessorCount;
+  DeviceArray<u64> region_entry(ctas), first_task(ctas), last_end(ctas);
+  DeviceArray<float> sink(static_cast<size_t>(ctas) * kRegionThreads);
+  const RegionLayout region{region_entry.get(), first_task.get(), last_end.get(), sink.get()};
+
+  for (int i = 0; i < 3; ++i) {  // warm-up, untraced
+    plain.launch(stream);
+    pdl.launch(stream);
+    region_kernel<<<ctas, kRegionThreads, 0, stream>>>(region);
+  }
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  // Traced: each launch alone on an idle stream, its in-kernel times read back after it.
+  struct ChainRun {
+    std::vector<u64> entry, exit;
+    double event_ms = 0;  // CUDA events around the graph launch
+  };
+  struct RegionRun {
+    std::vector<u64> entry, first_task, last_end;
+  };
+  std::vector<ChainRun> plain_runs, pdl_runs;
+  std::vector<RegionRun> region_runs;
+  const Event before, after;
+  auto time_plain_launch_ms = [&] {
+    CUDA_CHECK(cudaEventRecord(before.get(), stream));
+    plain.launch(stream);
+    CUDA_CHECK(cudaEventRecord(after.get(), stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, before.get(), after.get()));
+    return static_cast<double>(ms);
+  };
+  // Untraced first: tracing slows the launch itself (it instruments each kernel node).
+  std::vector<double> untraced_launch_ms;
+  for (int i = 0; i < options.launches; ++i) untraced_launch_ms.push_back(time_plain_launch_ms());
+  tracer.start();
+  try {
+    for (int i = 0; i < options.launches; ++i) {
+      double ms;
+      {
+        CuptiTracer::Scope tag(Tag{TagKind::micro, kPlainChain, i});
+        ms = time_plain_launch_ms();
+      }
+      plain_runs.push_back({entry_ns.download(), exit_ns.download(), ms});
+    }
+    for (int i = 0; i < options.launches; ++i) {
+      {
+        CuptiTracer::Scope tag(Tag{TagKind::micro, kPdlChain, i});
+        pdl.launch(stream);
+      }
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      pdl_runs.push_back({entry_ns.download(), exit_ns.download()});
+    }
+    for (int i = 0; i < options.launches; ++i) {
+      {
+        CuptiTracer::Scope tag(Tag{TagKind::micro, kRegion, i});
+        region_kernel<<<ctas, kRegionThreads, 0, stream>>>(region);
+      }
+      CUDA_CHECK(cudaGetLastError());
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      region_runs.push_back({region_entry.download(), first_task.download(), last_end.download()});
+    }
+  } catch (...) {
+    tracer.stop();
+    throw;
+  }
+  const TraceWindow window = tracer.stop();
+  if (window.dropped_records > 0) {
+    throw Error("micro-benchmarks: CUPTI dropped " + std::to_string(window.dropped_records) +
+                " activity records");
+  }
+  const TaggedKernels tagged = group_by_tag(window);
+  if (!tagged.untagged.empty()) {
+    throw Error("micro-benchmarks: " + std::to_string(tagged.untagged.size()) +
+                " kernels came from calls the benchmarks did not make (first: " +
+                tagged.untagged.front().name + ")");
+  }
+
+  // Plain chain. Graph launch: untraced events around cudaGraphLaunch less the traced CUPTI span
+  // of its kernels, as a stage's untraced graph_ns is its launch plus its kernels and gaps (only
+  // GPU timestamps: CUPTI's CPU-side clock was seen tens of µs off them). Gaps: CUPTI.
+  // In-kernel reads (entry, exit) against CUPTI's start and end: entry - start + end - exit is a
+  // kernel's time outside its instructions whatever the offset between the two clocks.
+  std::vector<double> launch_ns, traced_launch_ns, gap_ns, durations_ns, entry_offsets,
+      exit_offsets, outside_ns, plain_inner_gaps;
+  int clamped_gaps = 0;
+  for (int i = 0; i < options.launches; ++i) {
+    const Tag tag{TagKind::micro, kPlainChain, i};
+    const auto& ks = launch_kernels(tagged, tag, kChainKernels, "chain_kernel", "kernel gap");
+    const ChainRun& run = plain_runs[i];
+    const double span_ns = signed_ns(ks.front().start_ns, ks.back().end_ns);
+    launch_ns.push_back(untraced_launch_ms[i] * 1e6 - span_ns);
+    traced_launch_ns.push_back(run.event_ms * 1e6 - span_ns);
+    for (int k = 0; k < kChainKernels; ++k) {
+      durations_ns.push_back(signed_ns(ks[k].start_ns, ks[k].end_ns));
+      entry_offsets.push_back(signed_ns(ks[k].start_ns, run.entry[k]));
+      exit_offsets.push_back(signed_ns(run.exit[k], ks[k].end_ns));
+      outside_ns.push_back(entry_offsets.back() + exit_offsets.back());
+      if (k + 1 == kChainKernels) continue;
+      const double gap = signed_ns(ks[k].end_ns, ks[k + 1].start_ns);
+      if (gap < -static_cast<double>(kOverlapToleranceNs)) {
+        throw Error("micro-benchmark kernel gap: a kernel of a plain graph chain started " +
+                    ns_text(-gap) + " before its predecessor ended");
+      }
+      clamped_gaps += gap < 0;
+      gap_ns.push_back(std::max(0.0, gap));
+      plain_inner_gaps.push_back(signed_ns(run.exit[k], run.entry[k + 1]));
+    }
+  }
+  int negatives = 0;
+  out.micro.graph_launch_ns = model::compute_stats(clamped(launch_ns, &negatives));
+  out.notes.push_back(
+      "graph launch: untraced CUDA events around cudaGraphLaunch less the CUPTI "
+      "span of its " +
+      std::to_string(kChainKernels) + " chained kernels; " + std::to_string(negatives) +
+      " samples below zero counted as 0; traced, " + ns_text(median(traced_launch_ns)) + " (p50)");
+  out.micro.kernel_gap_ns = model::compute_stats(gap_ns);
+  const double entry_offset = median(entry_offsets), exit_offset = median(exit_offsets);
+  const double slack_ns = std::max(1000.0, 2.0 * static_cast<double>(tick_ns));
+  const bool clocks_agree = entry_offset > -slack_ns && entry_offset < 10000 &&
+                            exit_offset > -slack_ns && exit_offset < 10000;
+  out.notes.push_back("clocks: first %globaltimer read " + ns_text(entry_offset) +
+                      " after the CUPTI start, last " + ns_text(exit_offset) +
+                      " before the CUPTI end (p50s): " +
+                      (clocks_agree ? "CUPTI and %globaltimer agree"
+                                    : "the clocks are offset, so they are not compared directly") +
+                      "; a chain kernel spends " + ns_text(median(outside_ns)) +
+                      " outside its instructions (start to first, last to end)");
+
+  // PDL chain: what each boundary adds to the chain beyond the dependent's own duration (as the
+  // plain chain measured it), so that predecessor end + gap + duration lands where the dependent
+  // ends; with its launch hidden behind the predecessor this can fall below zero, counted as 0.
+  // CUPTI timestamps only.
+  const double plain_duration_ns = median(durations_ns);
+  std::vector<double> pdl_gap_ns, pdl_inner_gaps;
+  int overlapped = 0;
+  for (int i = 0; i < options.launches; ++i) {
+    const Tag tag{TagKind::micro, kPdlChain, i};
+    const auto& ks = launch_kernels(tagged, tag, kChainKernels, "chain_kernel", "PDL gap");
+    for (int k = 0; k + 1 < kChainKernels; ++k) {
+      if (ks[k + 1].start_ns < ks[k].end_ns) ++overlapped;
+      pdl_gap_ns.push_back(signed_ns(ks[k].end_ns, ks[k + 1].end_ns) - plain_duration_ns);
+      pdl_inner_gaps.push_back(signed_ns(pdl_runs[i].exit[k], pdl_runs[i].entry[k + 1]));
+    }
+  }
+  const double pdl_raw_p50 = median(pdl_gap_ns);
+  negatives = 0;
+  out.micro.kernel_gap_pdl_ns = model::compute_stats(clamped(pdl_gap_ns, &negatives));
+  out.notes.push_back("PDL: the dependent started before its predecessor ended at " +
+                      std::to_string(overlapped) + " of " + std::to_string(pdl_gap_ns.size()) +
+                      " boundaries; end-to-end spacing less a plain "
+                      "kernel's " +
+                      ns_text(plain_duration_ns) + ": p50 " + ns_text(pdl_raw_p50) + ", " +
+                      std::to_string(negatives) +
+                      " samples below zero counted as 0; in-kernel, last store to "
+                      "first instruction past the dependency: " +
+                      ns_text(median(pdl_inner_gaps)) + " with PDL, " +
+                      ns_text(median(plain_inner_gaps)) + " without");
+  if (clamped_gaps > 0) {
+    out.notes.push_back("kernel gap: " + std::to_string(clamped_gaps) + " CUPTI overlaps within " +
+                        ns_text(kOverlapToleranceNs) + " counted as gaps of 0");
+  }
+
+  // Region: its start to the first task, its last task to its end. Where the clocks disagree, the
+  // kernel's time outside its CTAs' instructions (CUPTI duration less the in-kernel span, free of
+  // the offset) cannot be split between start and end: half goes to each.
+  std::vector<double> region_launch_ns, region_drain_ns;
+  for (int i = 0; i < options.launches; ++i) {
+    const Tag tag{TagKind::micro, kRegion, i};
+    const KernelRecord& k = launch_kernels(tagged, tag, 1, "region_kernel", "region").front();
+    if (k.launch.grid[0] != ctas) {
+      throw Error("micro-benchmark region: CUPTI saw a grid of " +
+                  std::to_string(k.launch.grid[0]) + " CTAs, launched " + std::to_string(ctas));
+    }
+    const RegionRun& r = region_runs[i];
+    const u64 entry = *std::min_element(r.entry.begin(), r.entry.end());
+    const u64 first = *std::min_element(r.first_task.begin(), r.first_task.end());
+    const u64 last = *std::max_element(r.last_end.begin(), r.last_end.end());
+    if (clocks_agree) {
+      region_launch_ns.push_back(signed_ns(k.start_ns, first));
+      region_drain_ns.push_back(signed_ns(last, k.end_ns));
+    } else {
+      const double outside = signed_ns(k.start_ns, k.end_ns) - signed_ns(entry, last);
+      region_launch_ns.push_back(signed_ns(entry, first) + outside / 2);
+      region_drain_ns.push_back(outside / 2);
+    }
+  }
+  negatives = 0;
+  out.micro.region_launch_ns = model::compute_stats(clamped(region_launch_ns, &negatives));
+  out.micro.region_drain_ns = model::compute_stats(clamped(region_drain_ns, &negatives));
+  out.notes.push_back(
+      "region: " + std::to_string(ctas) + " CTAs of " + std::to_string(kRegionThreads) +
+      " threads (one per SM; occupancy allows " + std::to_string(per_sm) + "), " +
+      std::to_string(kRegionTasks) + " empty tasks each; " +
+      (clocks_agree ? "CUPTI start and end against %globaltimer"
+                    : "its time outside its instructions split evenly between launch and drain") +
+      "; " + std::to_string(negatives) + " samples below zero counted as 0");
+
+  // Counter ping-pong, untraced: %globaltimer on one SM only.
+  int smem_optin = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (2 * static_cast<size_t>(smem_optin) <= prop.sharedMemPerMultiprocessor) {
+    throw Error("micro-benchmark counter: cannot keep two CTAs off one SM with shared memory");
+  }
+  CUDA_CHECK(cudaFuncSetAttribute(pingpong_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  smem_optin));
+  DeviceArray<uint64_t> counter(1);
+  DeviceArray<u64> batch_ns(kPingPongBatches);
+  DeviceArray<int> smid(2), error(1);
+  pingpong_kernel<<<2, 32, smem_optin, stream>>>(
+      PingPongLayout{counter.get(), batch_ns.get(), smid.get(), error.get()});
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (error.download()[0] != 0) {
+    throw Error(
+        "micro-benchmark counter: a wait ran out of its watchdog (the other CTA never "
+        "signalled)");
+  }
+  const std::vector<int> sms = smid.download();
+  if (sms[0] == sms[1]) throw Error("micro-benchmark counter: both CTAs ran on one SM");
+  std::vector<double> one_way_ns;
+  for (u64 ns : batch_ns.download()) {
+    one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
+  }
+  out.micro.counter_signal_to_wait_ns = model::compute_stats(one_way_ns);
+  out.notes.push_back(
+      "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
+      std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
+      std::to_string(kRoundTripsPerBatch) + "; half a round trip each");
+  return out;
+}
+
+}  // namespace megacut::profiler

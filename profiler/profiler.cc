@@ -1,0 +1,277 @@
+#include "profiler/profiler.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "executor/weights.h"
+#include "model/config.h"
+#include "model/error.h"
+#include "model/stats.h"
+#include "profiler/nvtx.h"
+#include "simulator/trace.h"
+
+namespace megacut::profiler {
+namespace {
+
+// As launch_op decides: with the cuBLASLt provider, linear and lm-head ops go to cuBLASLt.
+std::string op_provider(executor::LinearProvider provider, std::string_view kind) {
+  const bool gemm = kind == "linear" || kind == "lm-head";
+  return provider == executor::LinearProvider::cublaslt && gemm ? "cublas" : "ours";
+}
+
+std::string batch_list(const std::vector<simulator::BatchProfile>& batches) {
+  std::string text;
+  for (const simulator::BatchProfile& b : batches) {
+    text += (text.empty() ? "" : ", ") + std::to_string(b.batch);
+  }
+  return text;
+}
+
+// Written beside `path` first, then renamed: the file is never half written.
+void save(const simulator::Profile& profile, const std::filesystem::path& path) {
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  simulator::write_profile(profile, partial);
+  std::error_code error;
+  std::filesystem::rename(partial, path, error);
+  if (error) throw Error(path.string() + ": cannot write the profile: " + error.message());
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw Error(path.string() + ": cannot write file");
+}
+
+}  // namespace
+
+BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                          CuptiTracer& tracer, const BatchOptions& options,
+                          const ProfileListener& listener) {
+  if (options.runs < 1) throw Error("profile: need at least one timed run");
+  if (options.warmup < 0) throw Error("profile: warm-up runs must not be negative");
+  const int stage_count = runner.stage_count();
+  if (stage_count != static_cast<int>(scenario.stages.size())) {
+    throw Error("profile: the runner has " + std::to_string(stage_count) +
+                " stages, the scenario " + std::to_string(scenario.stages.size()));
+  }
+  BatchResult result;
+  result.profile.batch = scenario.batch;
+  result.summary.batch = scenario.batch;
+  for (int s = 0; s < stage_count; ++s) {
+    const model::Graph& graph = runner.stage_graph(s);
+    if (graph.stage() != scenario.stages[s].name) {
+      throw Error("profile: runner stage " + std::to_string(s) + " is " + graph.stage() +
+                  ", the scenario's " + scenario.stages[s].name);
+    }
+    StageOps ops;
+    ops.stage = graph.stage();
+    for (const model::Op& op : graph.ops()) {
+      const std::string kind(op.kind->name());
+      ops.ops.push_back({op.name, kind, op_provider(runner.provider(), kind)});
+    }
+    result.ops.push_back(std::move(ops));
+  }
+  const std::string batch_text = "batch " + std::to_string(scenario.batch);
+  auto progress = [&](const std::string& phase, int done, int total) {
+    if (listener.progress) listener.progress(phase, done, total);
+  };
+
+  // Stages replay in scenario order, as in serving (a decode step follows the prefill that filled
+  // its cache); the first output's time adds each stage's replays before it.
+  const int iterations = options.warmup + options.runs;
+  std::vector<std::vector<double>> graph_ns(stage_count), traced_graph_ns(stage_count);
+  std::vector<double> ttfo_untraced, ttfo_traced;
+  auto replay_all = [&](bool traced, std::vector<double>& ttfo_ms) {
+    for (int it = 0; it < iterations; ++it) {
+      double first_output_ms = 0;
+      for (int s = 0; s < stage_count; ++s) {
+        double ms;
+        if (traced) {
+          NvtxRange range(scenario.stages[s].name + " replay");
+          CuptiTracer::Scope tag(Tag{TagKind::replay, s, it});
+          ms = runner.time_replay_ms(s);
+        } else {
+          ms = runner.time_replay_ms(s);
+        }
+        if (it >= options.warmup) (traced ? traced_graph_ns : graph_ns)[s].push_back(ms * 1e6);
+        first_output_ms += ms * static_cast<double>(scenario.stages[s].runs_to_first_output);
+      }
+      if (it >= options.warmup) ttfo_ms.push_back(first_output_ms);
+      progress(traced ? "traced replays" : "replays (untraced)", it + 1, iterations);
+    }
+  };
+
+  for (int s = 0; s < stage_count; ++s) runner.capture(s);
+  replay_all(false, ttfo_untraced);
+
+  tracer.start();
+  try {
+    for (int s = 0; s < stage_count; ++s) {
+      NvtxRange stage_range(scenario.stages[s].name + " (" + batch_text + ", eager)");
+      const StageOps& ops = result.ops[s];
+      for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
+        NvtxRange op_range(ops.ops[op].name);
+        CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
+        runner.launch_op(s, op);
+      }
+    }
+    runner.synchronize();
+    replay_all(true, ttfo_traced);
+  } catch (...) {
+    tracer.stop();
+    throw;
+  }
+  const TraceWindow window = tracer.stop();
+  result.summary.kernel_records = static_cast<int64_t>(window.kernels.size());
+  result.summary.dropped_records = window.dropped_records;
+  if (window.dropped_records > 0) {
+    throw Error("CUPTI dropped " + std::to_string(window.dropped_records) +
+                " activity records at " + batch_text + "; the trace is incomplete");
+  }
+  const TaggedKernels tagged = group_by_tag(window);
+  if (!tagged.untagged.empty()) {
+    throw Error(std::to_string(tagged.untagged.size()) + " kernels at " + batch_text +
+                " came from CUDA calls the profiler did not make (first: " +
+                tagged.untagged.front().name + ")");
+  }
+
+  int64_t mapped = 0;
+  for (int s = 0; s < stage_count; ++s) {
+    const StageOps& ops = result.ops[s];
+    std::vector<std::vector<KernelRecord>> eager;
+    for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
+      eager.push_back(tagged.of(Tag{TagKind::op, s, op}));
+      mapped += static_cast<int64_t>(eager.back().size());
+    }
+    std::vector<std::vector<KernelRecord>> warmup, timed;
+    for (int it = 0; it < iterations; ++it) {
+      const std::vector<KernelRecord>& kernels = tagged.of(Tag{TagKind::replay, s, it});
+      mapped += static_cast<int64_t>(kernels.size());
+      (it < options.warmup ? warmup : timed).push_back(kernels);
+    }
+    // Warm-up replays are checked like the rest, and left out of the statistics.
+    if (!warmup.empty()) map_stage(ops, eager, std::move(warmup));
+    StageTrace trace = map_stage(ops, eager, std::move(timed));
+    trace.profile.graph_ns = model::compute_stats(graph_ns[s], "ns");
+
+    StageSummary summary;
+    summary.stage = ops.stage;
+    summary.ops = static_cast<int>(ops.ops.size());
+    summary.kernels_per_replay = static_cast<int>(trace.op_of_position.size());
+    summary.graph_ns = *trace.profile.graph_ns;
+    summary.traced_graph_ns = model::compute_stats(traced_graph_ns[s], "ns");
+    summary.span_ns = trace.span_ns();
+    summary.clamped_gaps = trace.clamped_gaps;
+    summary.max_overlap_ns = trace.max_overlap_ns;
+    for (const simulator::OpProfile& op : trace.profile.ops) {
+      summary.kernels_p50_ns += op.conv->duration_ns.p50;
+      if (op.conv->gap_to_next_ns) summary.gaps_p50_ns += op.conv->gap_to_next_ns->p50;
+    }
+    result.summary.stages.push_back(std::move(summary));
+    result.profile.stages.push_back(trace.profile);
+    result.stages.push_back(std::move(trace));
+  }
+  if (mapped != result.summary.kernel_records) {
+    throw Error(batch_text + ": " + std::to_string(result.summary.kernel_records) +
+                " kernel records, of which " + std::to_string(mapped) +
+                " belong to the profiler's launches");
+  }
+  result.summary.ttfo_untraced_ms = model::compute_stats(ttfo_untraced, "ms");
+  result.summary.ttfo_traced_ms = model::compute_stats(ttfo_traced, "ms");
+  return result;
+}
+
+simulator::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener) {
+  auto note = [&](const std::string& text) {
+    if (listener.note) listener.note(text);
+  };
+  if (options.batches.empty()) throw Error("--batch: give at least one batch size");
+  for (size_t i = 0; i < options.batches.size(); ++i) {
+    if (options.batches[i] < 1) throw Error("--batch: batch sizes must be positive");
+    if (i > 0 && options.batches[i] <= options.batches[i - 1]) {
+      throw Error("--batch: batch sizes must increase");
+    }
+  }
+  if (options.out.empty()) throw Error("--out: the profile needs a file to go to");
+  int devices = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
+    throw Error(std::string("no CUDA GPU to profile on (cudaGetDeviceCount: ") +
+                (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
+  }
+  CuptiTracer& tracer = CuptiTracer::instance();
+
+  const model::ModelSpec spec = model::load_model(options.model);
+  const executor::HostWeights weights = executor::HostWeights::random(spec, options.seed);
+  simulator::Profile profile;
+  profile.model_name = spec.name;
+  profile.model_config = spec.config;
+  profile.prompt_len = options.prompt_len;
+  profile.source = options.out.string();
+  note(tracer.describe());
+
+  const MicroResult micro = run_micro_benchmarks(tracer, options.micro);
+  profile.device = micro.device;
+  profile.micro = micro.micro;
+  for (const std::string& text : micro.notes) note(text);
+  if (listener.micro_done) listener.micro_done(micro);
+  note(kNoTaskBenchmarks);
+  save(profile, options.out);
+
+  for (const int64_t batch : options.batches) {
+    try {
+      const model::Scenario scenario = model::make_scenario(spec, batch, options.prompt_len);
+      executor::RunOptions run;
+      run.provider = options.provider;
+      run.warmup = options.warmup;
+      run.runs = options.runs;
+      executor::ScenarioRunner runner(spec, scenario, weights, run);
+      BatchResult result =
+          profile_batch(runner, scenario, tracer, {options.warmup, options.runs}, listener);
+      profile.batches.push_back(result.profile);
+      save(profile, options.out);
+      if (!options.trace.empty() && batch == options.batches.front()) {
+        const int iteration = median_iteration(result.stages);
+        // Each stage starts where its untraced graph launch would: its event-timed time less
+        // the traced span of its kernels.
+        std::vector<int64_t> lead_ns;
+        for (const StageSummary& s : result.summary.stages) {
+          lead_ns.push_back(static_cast<int64_t>(std::max(0.0, s.graph_ns.p50 - s.span_ns.p50)));
+        }
+        const nlohmann::json other = {
+            {"generator", "megacut profile"},
+            {"model", spec.name},
+            {"batch", batch},
+            {"prompt_len", options.prompt_len},
+            {"device", profile.device.name},
+            {"provider", std::string(executor::provider_name(options.provider))},
+            {"replay", iteration},
+            {"what",
+             "one measured iteration (the median of the timed ones): each stage's CUDA graph "
+             "replay as CUPTI recorded its kernels, the first one launch_lead_ns after the "
+             "stage's start: the stage's untraced event-timed time less its kernels' span "
+             "(p50s)"}};
+        write_text(options.trace, simulator::trace_text(measured_trace(result.stages, result.ops,
+                                                                       iteration, lead_ns, other)));
+        note("trace of batch " + std::to_string(batch) + " (replay " + std::to_string(iteration) +
+             ") written to " + options.trace.string());
+      }
+      if (listener.batch_done) listener.batch_done(result.summary);
+    } catch (const std::exception& e) {
+      const std::string kept =
+          profile.batches.empty()
+              ? options.out.string() + " keeps the device and micro-benchmarks, no batch"
+              : options.out.string() + " keeps batches " + batch_list(profile.batches);
+      throw Error("batch " + std::to_string(batch) + ": " + e.what() + "\n" + kept);
+    }
+  }
+
+  const simulator::Profile written = simulator::read_profile(options.out);
+  if (!written.same_content(profile)) {
+    throw Error(options.out.string() + ": the profile read back differs from the one measured");
+  }
+  return written;
+}
+
+}  // namespace megacut::profiler

@@ -1,0 +1,98 @@
+// megacut profile: what the simulator may know about a model on a device (simulator/profile.h,
+// "megacut.profile/1"), measured. Per batch size, every stage of the scenario runs
+// all-conventional exactly as `megacut run` runs it (one CUDA graph per stage, replayed); its
+// end-to-end time is taken with CUDA events and no tracing, then the same replays run under
+// CUPTI kernel tracing, after one eager launch of each op inside NVTX ranges, and each kernel is
+// mapped to its op (stage_trace.h). The micro-benchmarks come first (micro.h).
+//
+// Task benchmarks (tasks, task_region) need the persistent megakernel runtime, which does not
+// exist yet: they are left out, as the schema allows.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "executor/runner.h"
+#include "model/scenario.h"
+#include "profiler/cupti_tracer.h"
+#include "profiler/micro.h"
+#include "profiler/stage_trace.h"
+#include "simulator/profile.h"
+
+namespace megacut::profiler {
+
+inline constexpr const char* kNoTaskBenchmarks =
+    "task benchmarks: not measured (needs the persistent runtime)";
+
+struct ProfileOptions {
+  std::string model;             // bundled name, config.json, or checkpoint directory
+  std::vector<int64_t> batches;  // increasing
+  int64_t prompt_len = model::kDefaultPromptLen;
+  executor::LinearProvider provider = executor::LinearProvider::ours;
+  int warmup = 10;    // replays of each stage before the timed ones, traced and untraced alike
+  int runs = 100;     // timed replays of each stage, traced and untraced alike
+  uint64_t seed = 0;  // of the random weights
+  std::filesystem::path out;
+  std::filesystem::path trace;  // Chrome trace of the smallest batch's median iteration, if set
+  MicroOptions micro;
+};
+
+// What the sweep shows of each batch.
+struct StageSummary {
+  std::string stage;
+  int ops = 0;
+  int kernels_per_replay = 0;
+  model::LatencyStats graph_ns;         // CUDA events around cudaGraphLaunch, untraced
+  model::LatencyStats traced_graph_ns;  // the same, traced
+  model::LatencyStats span_ns;          // traced: first kernel start to last kernel end (CUPTI)
+  double kernels_p50_ns = 0;            // the sum over ops of each kernel's p50
+  double gaps_p50_ns = 0;               // the sum over ops of each gap's p50
+  int clamped_gaps = 0;                 // CUPTI overlaps within tolerance (stage_trace.h)
+  uint64_t max_overlap_ns = 0;
+};
+
+struct BatchSummary {
+  int64_t batch = 0;
+  std::vector<StageSummary> stages;
+  model::LatencyStats ttfo_untraced_ms;
+  model::LatencyStats ttfo_traced_ms;
+  int64_t kernel_records = 0;
+  uint64_t dropped_records = 0;
+};
+
+// Callbacks for the terminal; each may be empty.
+struct ProfileListener {
+  std::function<void(const std::string&)> note;
+  std::function<void(const MicroResult&)> micro_done;
+  std::function<void(const std::string& phase, int done, int total)> progress;
+  std::function<void(const BatchSummary&)> batch_done;
+};
+
+struct BatchOptions {
+  int warmup = 10;
+  int runs = 100;
+};
+
+struct BatchResult {
+  simulator::BatchProfile profile;
+  std::vector<StageOps> ops;       // by stage
+  std::vector<StageTrace> stages;  // the timed traced replays, mapped
+  BatchSummary summary;
+};
+
+// Profiles every stage of `runner`, made for `scenario`, on `tracer` (see the file comment).
+// Throws megacut::Error if CUPTI dropped records or a kernel cannot be tied to its op.
+BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                          CuptiTracer& tracer, const BatchOptions& options,
+                          const ProfileListener& listener = {});
+
+// The whole sweep. Writes options.out after the micro-benchmarks and again after each batch, so
+// that a failure (no room for a batch, dropped records) keeps what was measured; at the end reads
+// the file back with simulator::read_profile and checks it. Throws megacut::Error naming the
+// batch that failed and what the file keeps.
+simulator::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener = {});
+
+}  // namespace megacut::profiler

@@ -1,0 +1,404 @@
+// Persistent megakernel regions. Host-only (run everywhere): the deadlock check accepts every
+// make_schedule table and rejects planted bad ones; a region's generated kernel compiles with
+// NVRTC and lands in the cache. GPU: random compositions compute what all-conventional
+// computes, a planted hang ends in a watchdog error (not a GPU hang), and CUDA-graph replays
+// stay correct without resetting counters.
+//
+// Tolerance: regions run the very tile bodies, compiled by the same NVVM with the same
+// arithmetic flags, on the same tiles in the same per-tile order, so logits are expected
+// bitwise equal; register allocation in the larger kernel may in principle change FMA
+// contraction, so rows are held to a relative L2 error of 5e-3 and the bitwise count and the
+// largest error are printed. Greedy tokens must be equal where logits are bitwise equal.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "executor/megakernel.h"
+#include "executor/megakernel_codegen.h"
+#include "executor/megakernel_schedule.h"
+#include "executor/runner.h"
+#include "gpu_support.h"
+#include "model/config.h"
+#include "model/decoder.h"
+#include "model/error.h"
+#include "model/schedule.h"
+
+namespace megacut::executor {
+namespace {
+
+// ---- Host only ----------------------------------------------------------------------------
+
+model::Graph stage_graph(const char* name, int64_t batch, int64_t prompt, const char* stage) {
+  const model::ModelSpec spec = model::load_model(name);
+  return model::build_graph(spec, model::make_scenario(spec, batch, prompt), stage);
+}
+
+TEST(MegakernelSchedule, DeadlockCheckAcceptsEveryMakeSchedule) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const char* name : {"tiny-llama", "tiny-qwen3"}) {
+    for (int64_t batch : {1, 8}) {
+      for (const char* stage : {"prefill", "decode"}) {
+        const model::Graph g = stage_graph(name, batch, 16, stage);
+        for (int i = 0; i < 20; ++i) {
+          int a = std::uniform_int_distribution<int>(0, g.op_count() - 1)(rng);
+          int b = std::uniform_int_distribution<int>(a + 1, g.op_count())(rng);
+          if (i == 0) a = 0, b = g.op_count();
+          for (int queues : {1, 5, 132}) {
+            const TaskTable t = make_task_table(g, model::make_schedule(g, a, b, queues));
+            EXPECT_EQ(find_deadlock(t), "") << name << " " << stage << " [" << a << ", " << b
+                                            << ") over " << queues << " queues";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * 2 * 2 * 20 * 3);
+}
+
+// A table whose first task of queue 0 waits for the last task of queue 0.
+TaskTable waits_on_later_in_own_queue(TaskTable t) {
+  const int first = t.queue_begin[0], last = t.queue_begin[1] - 1;
+  EXPECT_LT(first, last);
+  t.tasks[first].dep_begin = static_cast<int>(t.deps.size());
+  t.deps.push_back(t.tasks[last].index);
+  t.tasks[first].dep_end = static_cast<int>(t.deps.size());
+  return t;
+}
+
+TEST(MegakernelSchedule, DeadlockCheckRejectsPlantedTables) {
+  const model::Graph g = stage_graph("tiny-llama", 8, 16, "prefill");
+  const TaskTable good = make_task_table(g, model::make_schedule(g, 1, 6, 3));
+  ASSERT_EQ(find_deadlock(good), "");
+
+  EXPECT_NE(find_deadlock(waits_on_later_in_own_queue(good)).find("not an earlier task"),
+            std::string::npos);
+
+  TaskTable reversed = good;  // a queue run backwards
+  std::reverse(reversed.tasks.begin() + reversed.queue_begin[0],
+               reversed.tasks.begin() + reversed.queue_begin[1]);
+  EXPECT_NE(find_deadlock(reversed).find("comes before it in task order"), std::string::npos);
+
+  TaskTable dropped = good;  // a task no queue runs: its counter is never signalled
+  dropped.tasks.erase(dropped.tasks.begin() + dropped.queue_begin[1] - 1);
+  for (size_t q = 1; q < dropped.queue_begin.size(); ++q) --dropped.queue_begin[q];
+  EXPECT_NE(find_deadlock(dropped).find("never signalled"), std::string::npos);
+}
+
+TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
+  const std::string cache = ::testing::TempDir() + "megacut_mk_cache_test";
+  std::filesystem::remove_all(cache);
+  setenv("MEGACUT_CACHE_DIR", cache.c_str(), 1);
+  const model::Graph g = stage_graph("tiny-qwen3", 8, 16, "decode");
+  const std::vector<std::string> bodies = region_body_names(g, 0, g.op_count());
+  EXPECT_GE(bodies.size(), 6u);
+  const std::string source = region_kernel_source(bodies, /*timing=*/true);
+  const CompiledKernel first = compile_region_kernel(source, 90, "test region");
+  EXPECT_FALSE(first.cache_hit);
+  EXPECT_GT(first.cubin.size(), 1000u);
+  const CompiledKernel second = compile_region_kernel(source, 90, "test region");
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_EQ(first.key, second.key);
+  EXPECT_EQ(first.cubin, second.cubin);
+  EXPECT_THROW(compile_region_kernel(source + "\n#error planted\n", 90, "planted region"), Error);
+  unsetenv("MEGACUT_CACHE_DIR");
+}
+
+// ---- GPU ----------------------------------------------------------------------------------
+
+// Cut candidates: layer starts and attention ops, so regions split layers both at and inside
+// layer boundaries while the number of distinct body sets (kernels to compile) stays small.
+std::vector<int> cut_candidates(const model::Graph& g) {
+  std::vector<int> cuts;
+  for (int op = 1; op < g.op_count(); ++op) {
+    if (g.op(op).layer != g.op(op - 1).layer || g.op(op).kind->name() == "attention") {
+      cuts.push_back(op);
+    }
+  }
+  return cuts;
+}
+
+std::vector<model::Region> random_regions(const model::Graph& g, std::mt19937& rng) {
+  std::vector<int> cuts = cut_candidates(g);
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(std::min<size_t>(cuts.size(), std::uniform_int_distribution<size_t>(0, 3)(rng)));
+  cuts.push_back(0);
+  cuts.push_back(g.op_count());
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<model::Region> regions;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const bool mk = std::bernoulli_distribution(0.6)(rng);
+    regions.push_back({mk ? model::RegionKind::mk : model::RegionKind::conv, cuts[i], cuts[i + 1]});
+  }
+  return regions;
+}
+
+struct ModelCase {
+  model::ModelSpec spec;
+  model::Scenario scenario;
+  std::vector<model::Graph> graphs;  // by stage
+};
+
+ModelCase model_case(const char* name, int64_t batch, int64_t prompt) {
+  ModelCase c{model::load_model(name), {}, {}};
+  c.scenario = model::make_scenario(c.spec, batch, prompt);
+  for (const std::string& s : c.scenario.stage_names()) {
+    c.graphs.push_back(model::build_graph(c.spec, c.scenario, s));
+  }
+  return c;
+}
+
+model::Composition random_composition(const ModelCase& c, std::mt19937& rng) {
+  model::Composition comp;
+  for (const model::Graph& g : c.graphs) comp.stages.push_back({g.stage(), random_regions(g, rng)});
+  return comp;
+}
+
+// Compiles every region kernel the compositions need, in parallel, into the cache: the runners
+// then only load cubins.
+void precompile(const std::vector<std::pair<const ModelCase*, model::Composition>>& runs) {
+  std::set<std::string> sources;
+  for (const auto& [c, comp] : runs) {
+    for (size_t s = 0; s < c->graphs.size(); ++s) {
+      for (const model::Region& r : comp.stages[s].regions) {
+        if (r.kind != model::RegionKind::mk) continue;
+        sources.insert(
+            region_kernel_source(region_body_names(c->graphs[s], r.begin, r.end), false));
+      }
+    }
+  }
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const std::vector<std::string> list(sources.begin(), sources.end());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < list.size(); i = next++) {
+        compile_region_kernel(list[i], major * 10 + minor, "precompiled region");
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  std::printf("%zu distinct region kernels for %zu compositions\n", list.size(), runs.size());
+}
+
+// See the header: expected 0 (bitwise); 5e-3 leaves room for a different FMA contraction in
+// the larger kernel, still 4x tighter than the conventional run's limit against float64.
+constexpr double kRelL2Limit = 5e-3;
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
+  double diff = 0, norm = 0;
+  for (size_t i = begin; i < begin + n; ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : INFINITY;
+}
+
+// Largest row error any comparison saw, printed with the bitwise count.
+double g_max_rel_l2 = 0;
+
+// Row by row within kRelL2Limit; returns whether bitwise equal.
+bool expect_same_logits(const std::vector<float>& got, const std::vector<float>& want,
+                        int64_t vocab, const std::string& what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  if (got.size() != want.size()) return false;
+  for (size_t row = 0; row * vocab < got.size(); ++row) {
+    const double err = rel_l2(got, want, row * vocab, vocab);
+    g_max_rel_l2 = std::max(g_max_rel_l2, err);
+    EXPECT_LE(err, kRelL2Limit) << what << ", row " << row;
+  }
+  return std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
+}
+
+// Greedy generation through a composition against the all-conventional run of the same model.
+void check_compositions(const std::vector<ModelCase>& cases, int per_case, int steps,
+                        uint64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
+  for (const ModelCase& c : cases) {
+    for (int i = 0; i < per_case; ++i) runs.emplace_back(&c, random_composition(c, rng));
+  }
+  precompile(runs);
+  int bitwise = 0, compared = 0;
+  const ModelCase* current = nullptr;
+  std::unique_ptr<HostWeights> weights;
+  std::unique_ptr<ScenarioRunner> runner;  // one per model case: weights uploaded once
+  std::vector<float> want_prefill, want_decode;
+  std::vector<int32_t> want_tokens;
+  for (const auto& [c, comp] : runs) {
+    if (c != current) {
+      if (!current || current->spec.name != c->spec.name) {
+        runner.reset();
+        weights = std::make_unique<HostWeights>(HostWeights::random(c->spec, seed));
+      }
+      RunOptions options;
+      options.decode_steps = steps;
+      runner = std::make_unique<ScenarioRunner>(c->spec, c->scenario, *weights, options);
+      runner->generate(steps);  // all conventional
+      want_prefill = runner->prefill_logits();
+      want_decode = runner->decode_logits();
+      want_tokens = runner->decode_tokens();
+      current = c;
+    }
+    runner->set_composition(comp);
+    runner->generate(steps);
+    const std::string what =
+        c->spec.name + " batch " + std::to_string(c->scenario.batch) + ": " + comp.to_string();
+    const int64_t vocab = c->spec.decoder.vocab_size;
+    const bool same_prefill =
+        expect_same_logits(runner->prefill_logits(), want_prefill, vocab, what + " (prefill)");
+    const bool same_decode =
+        expect_same_logits(runner->decode_logits(), want_decode, vocab, what + " (decode)");
+    const bool same = same_prefill && same_decode;
+    if (same) {
+      EXPECT_EQ(runner->decode_tokens(), want_tokens) << what;
+    }
+    bitwise += same;
+    ++compared;
+  }
+  std::printf("%d of %d compositions bitwise equal to all-conventional; largest row error %.3g\n",
+              bitwise, compared, g_max_rel_l2);
+}
+
+TEST(MegakernelGpu, RandomTinyCompositionsMatchConventional) {
+  MEGACUT_REQUIRE_GPU();
+  std::vector<ModelCase> cases;
+  for (const char* name : {"tiny-llama", "tiny-qwen3"}) {
+    for (int64_t batch : {1, 8}) cases.push_back(model_case(name, batch, 16));
+  }
+  check_compositions(cases, 13, 2, 11);  // 52 compositions
+}
+
+TEST(MegakernelGpu, RandomLlama1bCompositionsMatchConventional) {
+  MEGACUT_REQUIRE_GPU();
+  std::vector<ModelCase> cases;
+  for (int64_t batch : {1, 8}) cases.push_back(model_case("llama-3.2-1b", batch, 16));
+  check_compositions(cases, 10, 1, 5);  // 20 compositions
+}
+
+TEST(MegakernelGpu, GraphReplaysStayCorrectWithoutCounterReset) {
+  MEGACUT_REQUIRE_GPU();
+  const ModelCase c = model_case("tiny-qwen3", 8, 16);
+  const HostWeights weights = HostWeights::random(c.spec, 3);
+  RunOptions options;
+  options.warmup = 0;
+  options.runs = 1;
+  ScenarioRunner conv(c.spec, c.scenario, weights, options);
+  model::Composition comp;
+  for (const model::Graph& g : c.graphs) {
+    const int mid = g.op_count() / 2;
+    comp.stages.push_back(
+        {g.stage(), {{model::RegionKind::mk, 0, mid}, {model::RegionKind::mk, mid, g.op_count()}}});
+  }
+  options.composition = comp;
+  ScenarioRunner mk(c.spec, c.scenario, weights, options);
+  // prefill, decode, decode, ...: each replay reads what the one before it left (the token).
+  for (int replay = 0; replay < 4; ++replay) {
+    for (int stage = 0; stage < conv.stage_count(); ++stage) {
+      conv.time_replay_ms(stage);
+      mk.time_replay_ms(stage);
+      expect_same_logits(mk.stage_logits(stage), conv.stage_logits(stage),
+                         c.spec.decoder.vocab_size,
+                         "replay " + std::to_string(replay) + ", stage " + std::to_string(stage));
+    }
+  }
+}
+
+// Every non-weight tensor and every op's weights in zeroed device memory: planted schedules
+// run real bodies on harmless data.
+struct ZeroBuffers {
+  std::vector<testing::DeviceBuffer> owned;
+  StageBuffers buffers;
+  explicit ZeroBuffers(const model::Graph& g) {
+    buffers.tensors.assign(g.tensors().size(), nullptr);
+    for (size_t id = 0; id < g.tensors().size(); ++id) {
+      if (g.tensors()[id].role == model::TensorRole::weight) continue;
+      owned.emplace_back(static_cast<size_t>(g.tensors()[id].bytes()));
+      CUDA_CHECK(cudaMemset(owned.back().get(), 0, owned.back().bytes()));
+      buffers.tensors[id] = owned.back().get();
+    }
+    for (const model::Op& op : g.ops()) {
+      int64_t bytes = 0;
+      for (int w : op.weights) bytes += g.tensor(w).bytes();
+      if (bytes == 0) {
+        buffers.op_weights.push_back(nullptr);
+        continue;
+      }
+      owned.emplace_back(static_cast<size_t>(bytes));
+      CUDA_CHECK(cudaMemset(owned.back().get(), 0, owned.back().bytes()));
+      buffers.op_weights.push_back(owned.back().get());
+    }
+  }
+};
+
+TEST(MegakernelGpu, PlantedHangEndsInWatchdogError) {
+  MEGACUT_REQUIRE_GPU();
+  const model::Graph g = stage_graph("tiny-llama", 8, 16, "prefill");
+  ZeroBuffers zero(g);
+  const TaskTable bad =
+      waits_on_later_in_own_queue(make_task_table(g, model::make_schedule(g, 1, 6, 3)));
+  RegionOptions options;
+  options.region_id = 7;
+  options.watchdog_polls = 4096;
+  EXPECT_THROW(MegakernelRegion(g, bad, zero.buffers, options), Error);  // the host check
+
+  MegakernelRegion region(g, bad, zero.buffers, options, /*verify=*/false);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  region.launch(stream);
+  try {
+    region.check(stream);
+    ADD_FAILURE() << "the planted hang was not reported";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    for (const char* word : {"region 7", "watchdog", "on SM", "block ", "waited for task"}) {
+      EXPECT_NE(text.find(word), std::string::npos) << word << " missing from: " << text;
+    }
+  }
+  region.check(stream);  // reported once, then cleared
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST(MegakernelGpu, ConfigAndTimingRecords) {
+  MEGACUT_REQUIRE_GPU();
+  const model::Graph g = stage_graph("tiny-llama", 8, 16, "decode");
+  ZeroBuffers zero(g);
+  RegionOptions options;
+  options.timing = true;
+  MegakernelRegion region(g, 1, g.op_count() - 2, zero.buffers, options);
+  const RegionConfig& cfg = region.config();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  EXPECT_LE(cfg.grid, sms);
+  EXPECT_GE(cfg.blocks_per_sm, 1);
+  EXPECT_GT(cfg.registers, 0);
+  std::printf("%s\n", cfg.to_json().dump().c_str());
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  region.launch(stream);
+  region.check(stream);
+  const std::vector<TaskTimingRecord> t = region.read_timings(stream);
+  ASSERT_EQ(static_cast<int>(t.size()), cfg.tasks);
+  for (const TaskTimingRecord& r : t) {
+    EXPECT_GT(r.start_ns, 0u);
+    EXPECT_GE(r.end_ns, r.start_ns);
+    EXPECT_LT(r.block, cfg.grid);
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace megacut::executor

@@ -1,0 +1,321 @@
+// The profiler. On synthetic records (runs everywhere): kernels are tied to their ops by the
+// tags of the calls that launched them and by position in the stage's replay, and every mismatch
+// is an error. On the GPU (skipped without one): tiny-llama's stage graphs traced with CUPTI give
+// one record per launched kernel, each on the right op, with positive, ordered durations; the
+// written profile reads back with simulator::read_profile.
+#include "profiler/profiler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "executor/runner.h"
+#include "executor/weights.h"
+#include "model/config.h"
+#include "model/decoder.h"
+#include "model/error.h"
+#include "profiler/stage_trace.h"
+#include "simulator/profile.h"
+#include "tests/gpu/gpu_support.h"
+
+namespace megacut::testing {
+namespace {
+
+using profiler::KernelRecord;
+using profiler::StageOps;
+using profiler::Tag;
+using profiler::TagKind;
+
+KernelRecord kernel(std::string name, uint64_t start, uint64_t end, int64_t grid = 4) {
+  KernelRecord k;
+  k.name = std::move(name);
+  k.start_ns = start;
+  k.end_ns = end;
+  k.launch.grid = {grid, 1, 1};
+  k.launch.block = {128, 1, 1};
+  k.launch.registers = 32;
+  return k;
+}
+
+// Three ops; op 1 runs two kernels (as cuBLASLt's split-K GEMM does).
+StageOps three_ops() {
+  return {
+      "decode",
+      {{"norm", "rmsnorm", "ours"}, {"proj", "linear", "cublas"}, {"argmax", "argmax", "ours"}}};
+}
+
+std::vector<std::vector<KernelRecord>> eager_kernels() {
+  return {{kernel("norm_kernel", 10, 20)},
+          {kernel("gemm_reduce", 50, 55, 1), kernel("gemm_main", 30, 45, 8)},  // any order
+          {kernel("argmax_kernel", 70, 80, 2)}};
+}
+
+// Replay r starts at 1000 * (r + 1): norm 100 + r ns, a 10 ns gap, main 200, 5 ns, reduce 20,
+// a 30 + r ns gap, argmax 50.
+std::vector<KernelRecord> replay(int r) {
+  const uint64_t t0 = 1000 * (r + 1);
+  const uint64_t norm_end = t0 + 100 + r;
+  std::vector<KernelRecord> ks = {
+      kernel("argmax_kernel", norm_end + 265 + r, norm_end + 315 + r, 2),
+      kernel("gemm_main", norm_end + 10, norm_end + 210, 8),
+      kernel("norm_kernel", t0, norm_end),
+      kernel("gemm_reduce", norm_end + 215, norm_end + 235, 1),
+  };
+  for (KernelRecord& k : ks) k.graph_node = k.launch.grid[0];  // one node per kernel
+  return ks;
+}
+
+TEST(StageTraceTest, MapsKernelsToOpsByPosition) {
+  const profiler::StageTrace t =
+      profiler::map_stage(three_ops(), eager_kernels(), {replay(0), replay(1), replay(2)});
+  EXPECT_EQ(t.op_of_position, (std::vector<int>{0, 1, 1, 2}));
+  ASSERT_EQ(t.profile.ops.size(), 3u);
+  const simulator::ConvKernel& norm = *t.profile.ops[0].conv;
+  const simulator::ConvKernel& proj = *t.profile.ops[1].conv;
+  const simulator::ConvKernel& argmax = *t.profile.ops[2].conv;
+  EXPECT_EQ(norm.kernel, "norm_kernel");
+  EXPECT_EQ(proj.kernel, "gemm_main + gemm_reduce");
+  EXPECT_EQ(proj.provider, "cublas");
+  // norm lasts 100, 101, 102 ns: p50 101; its gap to proj is 10 ns in every replay.
+  EXPECT_DOUBLE_EQ(norm.duration_ns.p50, 101);
+  EXPECT_DOUBLE_EQ(norm.gap_to_next_ns->p50, 10);
+  // proj spans its two kernels: 225 ns; its gap is 30 + r: p50 31; its launch is gemm_main's.
+  EXPECT_DOUBLE_EQ(proj.duration_ns.p50, 225);
+  EXPECT_DOUBLE_EQ(proj.gap_to_next_ns->p50, 31);
+  EXPECT_EQ(proj.launch.grid[0], 8);
+  EXPECT_EQ(argmax.duration_ns.count, 3);
+  EXPECT_FALSE(argmax.gap_to_next_ns.has_value());  // the stage's last op
+  EXPECT_EQ(t.profile.ops[1].name, "proj");
+  EXPECT_EQ(t.profile.ops[1].kind, "linear");
+}
+
+TEST(StageTraceTest, CountMismatchIsAnError) {
+  std::vector<KernelRecord> short_replay = replay(1);
+  short_replay.pop_back();
+  try {
+    profiler::map_stage(three_ops(), eager_kernels(), {replay(0), short_replay});
+    FAIL() << "a replay with a kernel missing was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("replay 1: 3 kernels, expected 4"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StageTraceTest, NameOrShapeMismatchIsAnError) {
+  std::vector<KernelRecord> renamed = replay(0);
+  std::sort(renamed.begin(), renamed.end(),
+            [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  renamed[3].name = "other_kernel";
+  EXPECT_THROW(profiler::map_stage(three_ops(), eager_kernels(), {renamed}), Error);
+  std::vector<KernelRecord> regridded = replay(0);
+  for (KernelRecord& k : regridded) {
+    if (k.name == "norm_kernel") k.launch.grid[0] = 5;
+  }
+  EXPECT_THROW(profiler::map_stage(three_ops(), eager_kernels(), {regridded}), Error);
+}
+
+TEST(StageTraceTest, JitterIsAGapOfZeroAndRealOverlapAnError) {
+  // gemm_main starts 20 ns earlier, 10 ns before norm_kernel ends: a timestamp tick, counted as
+  // a gap of 0.
+  std::vector<KernelRecord> jitter = replay(0);
+  for (KernelRecord& k : jitter) {
+    if (k.name == "gemm_main") k.start_ns -= 20;
+  }
+  const profiler::StageTrace t = profiler::map_stage(three_ops(), eager_kernels(), {jitter});
+  EXPECT_EQ(t.clamped_gaps, 1);
+  EXPECT_EQ(t.max_overlap_ns, 10u);
+  EXPECT_DOUBLE_EQ(t.profile.ops[0].conv->gap_to_next_ns->max, 0);
+
+  // norm_kernel runs on for over a microsecond past gemm_main's start: concurrent, an error.
+  std::vector<KernelRecord> overlapping = replay(0);
+  for (KernelRecord& k : overlapping) {
+    if (k.name == "norm_kernel") k.end_ns += profiler::kOverlapToleranceNs + 100;
+  }
+  EXPECT_THROW(profiler::map_stage(three_ops(), eager_kernels(), {overlapping}), Error);
+}
+
+TEST(StageTraceTest, MissingEagerKernelsAndNodeChangesAreErrors) {
+  std::vector<std::vector<KernelRecord>> eager = eager_kernels();
+  eager[2].clear();
+  EXPECT_THROW(profiler::map_stage(three_ops(), eager, {replay(0)}), Error);
+
+  std::vector<KernelRecord> moved = replay(1);
+  moved[0].graph_node = 99;
+  EXPECT_THROW(profiler::map_stage(three_ops(), eager_kernels(), {replay(0), moved}), Error);
+}
+
+TEST(StageTraceTest, TagsRoundTripAndGroupKernels) {
+  const Tag tag{TagKind::replay, 3, 1234567};
+  EXPECT_EQ(Tag::decode(tag.code()), tag);
+  EXPECT_NE(Tag{}.code(), tag.code());
+
+  profiler::TraceWindow window;
+  window.kernels = {kernel("b", 20, 30), kernel("a", 10, 15), kernel("stray", 40, 50)};
+  window.kernels[0].correlation = 7;
+  window.kernels[1].correlation = 7;
+  window.kernels[2].correlation = 8;
+  window.tag_of_call[7] = tag.code();
+  const profiler::TaggedKernels grouped = profiler::group_by_tag(window);
+  ASSERT_EQ(grouped.of(tag).size(), 2u);
+  EXPECT_EQ(grouped.of(tag)[0].name, "a");  // in start order
+  ASSERT_EQ(grouped.untagged.size(), 1u);
+  EXPECT_EQ(grouped.untagged[0].name, "stray");
+  EXPECT_TRUE(grouped.of(Tag{TagKind::op, 0, 0}).empty());
+}
+
+TEST(StageTraceTest, MeasuredTraceLaysStagesEndToEnd) {
+  const profiler::StageTrace t =
+      profiler::map_stage(three_ops(), eager_kernels(), {replay(0), replay(1), replay(2)});
+  // Spans of 415 + 2r ns: 415, 417, 419.
+  EXPECT_DOUBLE_EQ(t.span_ns().p50, 417);
+  EXPECT_EQ(profiler::median_iteration({t}), 1);
+  // Each stage's first kernel 50 ns after the stage's start.
+  const nlohmann::json trace = profiler::measured_trace({t, t}, {three_ops(), three_ops()}, 1,
+                                                        {50, 50}, {{"device", "test"}});
+  int kernels = 0, stages = 0;
+  double last_stage_end = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M") continue;
+    ASSERT_EQ(e.at("ph"), "X");
+    EXPECT_GE(e.at("ts").get<double>(), 0);
+    if (e.at("cat") == "kernel") {
+      ++kernels;
+      EXPECT_EQ(e.at("tid"), 0);
+      EXPECT_TRUE(e.at("args").contains("op"));
+      EXPECT_TRUE(e.at("args").contains("registers per thread"));
+    } else if (e.at("cat") == "stage") {
+      // Replay 1: a 50 ns lead, then 2000 to 2417 (norm ends at 2101, argmax 316 later).
+      EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), last_stage_end);
+      EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), 0.467);
+      last_stage_end += e.at("dur").get<double>();
+      ++stages;
+    }
+  }
+  EXPECT_EQ(kernels, 8);
+  EXPECT_EQ(stages, 2);
+}
+
+// ---- on the GPU --------------------------------------------------------------------------------
+
+// The tile body each op kind's kernel runs (tile_kernel<Body>), for checking names on their own.
+std::string body_of(const std::string& kind) {
+  static const std::map<std::string, std::string> bodies = {
+      {"embedding", "EmbeddingTile"}, {"rmsnorm", "RmsNormTile"},
+      {"linear", "Linear"},           {"lm-head", "Linear"},
+      {"qk-norm", "QkNormTile"},      {"rope", "RopeTile"},
+      {"kv-append", "KvAppendTile"},  {"attention", "Attention"},
+      {"silu-mul", "SiluMulTile"},    {"residual-add", "ResidualAddTile"},
+      {"argmax", "ArgmaxTile"}};
+  return bodies.at(kind);
+}
+
+TEST(ProfilerGpuTest, TinyLlamaTraceHasOneRecordPerKernelOnItsOp) {
+  MEGACUT_REQUIRE_GPU();
+  const model::ModelSpec spec = model::load_model("tiny-llama");
+  const model::Scenario scenario = model::make_scenario(spec, 2, 16);
+  executor::ScenarioRunner runner(spec, scenario, executor::HostWeights::random(spec, 3), {});
+  profiler::CuptiTracer& tracer = profiler::CuptiTracer::instance();
+  const profiler::BatchOptions options{.warmup = 2, .runs = 7};
+  const profiler::BatchResult r = profiler::profile_batch(runner, scenario, tracer, options);
+
+  // Our tile bodies run one kernel per op: each op once eagerly, then in every replay.
+  int64_t kernels = 0;
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    kernels += int64_t{runner.stage_graph(s).op_count()} * (1 + options.warmup + options.runs);
+  }
+  EXPECT_EQ(r.summary.kernel_records, kernels);
+  EXPECT_EQ(r.summary.dropped_records, 0u);
+
+  ASSERT_EQ(r.stages.size(), scenario.stages.size());
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const model::Graph& g = runner.stage_graph(static_cast<int>(s));
+    const profiler::StageTrace& t = r.stages[s];
+    ASSERT_EQ(t.replays.size(), static_cast<size_t>(options.runs));
+    ASSERT_EQ(t.profile.ops.size(), static_cast<size_t>(g.op_count()));
+    for (const auto& replay : t.replays) {
+      ASSERT_EQ(replay.size(), static_cast<size_t>(g.op_count()));
+      for (size_t p = 0; p < replay.size(); ++p) {
+        EXPECT_GT(replay[p].end_ns, replay[p].start_ns);
+        if (p > 0) {  // in order, but for timestamp jitter
+          EXPECT_GE(replay[p].start_ns + profiler::kOverlapToleranceNs, replay[p - 1].end_ns);
+        }
+        EXPECT_NE(replay[p].graph_node, 0u) << "a replayed kernel outside its graph";
+      }
+    }
+    for (const simulator::OpProfile& op : t.profile.ops) {
+      const model::Op& o = g.op(op.index);
+      EXPECT_EQ(op.name, o.name);
+      const std::string kind(o.kind->name());
+      const simulator::ConvKernel& k = *op.conv;
+      EXPECT_NE(k.kernel.find("tile_kernel<"), std::string::npos) << k.kernel;
+      EXPECT_NE(k.kernel.find(body_of(kind)), std::string::npos)
+          << "op " << o.name << " (" << kind << ") mapped to " << k.kernel;
+      EXPECT_GT(k.duration_ns.min, 0);
+      EXPECT_EQ(k.duration_ns.count, options.runs);
+      EXPECT_EQ(k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2], o.tiling.count());
+      if (op.index + 1 < g.op_count()) {
+        ASSERT_TRUE(k.gap_to_next_ns.has_value());
+        EXPECT_GE(k.gap_to_next_ns->min, 0);
+      }
+    }
+    ASSERT_TRUE(t.profile.graph_ns.has_value());
+    EXPECT_GT(t.profile.graph_ns->p50, r.summary.stages[s].kernels_p50_ns * 0.8);
+  }
+}
+
+TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
+  MEGACUT_REQUIRE_GPU();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string stem = "megacut_profiler_test_" + std::to_string(getpid());
+  profiler::ProfileOptions options;
+  options.model = "tiny-llama";
+  options.batches = {1, 2};
+  options.prompt_len = 16;
+  options.warmup = 2;
+  options.runs = 5;
+  options.micro.launches = 5;
+  options.out = dir / (stem + ".json");
+  options.trace = dir / (stem + ".trace.json");
+  const simulator::Profile measured = profiler::run_profile(options);
+
+  const simulator::Profile p = simulator::read_profile(options.out);
+  EXPECT_TRUE(p.same_content(measured));
+  EXPECT_EQ(p.batch_sizes(), (std::vector<int64_t>{1, 2}));
+  int device = 0;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  EXPECT_EQ(p.device.sm_count, prop.multiProcessorCount);
+  EXPECT_GT(p.device.copy_bandwidth_gb_per_s, 0);
+  EXPECT_GT(p.micro.graph_launch_ns.p50, 0);
+  EXPECT_GT(p.micro.kernel_gap_ns.p50, 0);
+  EXPECT_GT(p.micro.counter_signal_to_wait_ns.p50, 0);
+  EXPECT_LT(p.micro.counter_signal_to_wait_ns.p50, 100000);
+  for (const simulator::BatchProfile& b : p.batches) {
+    for (const simulator::StageProfile& s : b.stages) {
+      for (const simulator::OpProfile& op : s.ops) {
+        EXPECT_TRUE(op.tasks.empty());  // needs the persistent runtime
+        EXPECT_FALSE(op.task_region.has_value());
+      }
+    }
+  }
+
+  std::ifstream in(options.trace);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int kernels = 0;
+  for (const auto& e : trace.at("traceEvents")) kernels += e.value("cat", "") == "kernel";
+  int ops = 0;
+  for (const simulator::StageProfile& s : p.batches.front().stages) ops += s.ops.size();
+  EXPECT_EQ(kernels, ops);
+  std::filesystem::remove(options.out);
+  std::filesystem::remove(options.trace);
+}
+
+}  // namespace
+}  // namespace megacut::testing
