@@ -1,0 +1,318 @@
+// megacut plan: for each batch size, the best compositions of a model from its profile (exact
+// search over every op boundary, the top K simulated end to end), the gain over the
+// all-conventional graph and over one megakernel per stage, the TTFO-throughput Pareto front,
+// the megakernel coverage curve and the model's category; --json writes plan.json.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+
+#include "app/commands.h"
+#include "app/format.h"
+#include "model/error.h"
+#include "planner/plan.h"
+#include "simulator/profile.h"
+
+namespace megacut::app {
+namespace {
+
+using planner::Evaluated;
+using simulator::TimeNs;
+
+struct PlanCommandOptions {
+  std::string profile;
+  std::string batches;
+  int top_k = 5;
+  std::string objective;
+  std::string json_path;
+  int threads = 0;
+  bool allow_interpolate = false;
+  bool pdl = false;
+};
+
+std::string ms(TimeNs ns) {
+  char text[32];
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
+  } else if (ns >= 1'000) {
+    std::snprintf(text, sizeof text, "%.2f µs", v / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%lld ns", static_cast<long long>(ns));
+  }
+  return text;
+}
+
+// Right-aligns `text` in `width` columns, counting UTF-8 characters (µ is two bytes).
+std::string right(const std::string& text, size_t width) {
+  size_t columns = 0;
+  for (unsigned char c : text) columns += (c & 0xC0) != 0x80;
+  return std::string(width > columns ? width - columns : 0, ' ') + text;
+}
+
+std::string percent(double share) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
+  return text;
+}
+
+// "1.184x": how many times longer the baseline takes.
+std::string times(TimeNs baseline, TimeNs value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3fx",
+                value > 0 ? static_cast<double>(baseline) / static_cast<double>(value) : 0.0);
+  return text;
+}
+
+// Prints `text` from column `indent`, wrapped at 100 columns between regions.
+void print_wrapped(const std::string& text, size_t indent) {
+  size_t column = indent, from = 0;
+  while (from < text.size()) {
+    size_t to = text.find(' ', from);
+    if (to == std::string::npos) to = text.size();
+    const std::string word = text.substr(from, to - from);
+    if (column + word.size() + 1 > 100 && column > indent) {
+      std::printf("\n%*s", static_cast<int>(indent), "");
+      column = indent;
+    }
+    std::printf("%s%s", column > indent ? " " : "", word.c_str());
+    column += word.size() + (column > indent ? 1 : 0);
+    from = to + 1;
+  }
+  std::printf("\n");
+}
+
+// One line per stage: "conv", "mk", or how many mk regions over how many ops.
+std::string summary(const Evaluated& e) {
+  std::string text;
+  for (const model::StageRegions& s : e.composition.stages) {
+    int regions = 0, ops = 0, total = 0;
+    for (const model::Region& r : s.regions) {
+      total += r.end - r.begin;
+      if (r.kind == model::RegionKind::mk) {
+        ++regions;
+        ops += r.end - r.begin;
+      }
+    }
+    text += (text.empty() ? "" : "; ") + s.stage + ": ";
+    if (regions == 0) {
+      text += "conv";
+    } else if (ops == total && regions == 1) {
+      text += "mk";
+    } else {
+      text += std::to_string(regions) + " mk over " + std::to_string(ops) + "/" +
+              std::to_string(total) + " ops";
+    }
+  }
+  return text;
+}
+
+void print_batch(const planner::BatchPlan& b) {
+  const Evaluated& best = b.best();
+  std::printf("\nbatch %lld\n", static_cast<long long>(b.batch));
+  for (const std::string& note : b.notes) std::printf("  note: %s\n", note.c_str());
+  std::printf("  best:  ");
+  print_wrapped(best.text, 9);
+  std::printf("         predicted TTFO %s, decode step %s, %s outputs/s\n",
+              ms(best.ttfo_ns).c_str(), ms(best.decode_step_ns).c_str(),
+              format_count(static_cast<int64_t>(std::llround(best.throughput_per_s))).c_str());
+  auto gain = [&](const char* label, const Evaluated& base) {
+    std::printf("  vs %-20s TTFO %s (%s)   decode step %s (%s)\n", label, ms(base.ttfo_ns).c_str(),
+                times(base.ttfo_ns, best.ttfo_ns).c_str(), ms(base.decode_step_ns).c_str(),
+                times(base.decode_step_ns, best.decode_step_ns).c_str());
+  };
+  gain("all-conventional", b.all_conv);
+  if (b.all_mk) {
+    gain("one mk per stage", *b.all_mk);
+  } else {
+    std::printf("  vs one mk per stage: not possible (an op has no standalone task benchmark)\n");
+  }
+  std::printf("  %4s %12s %12s %11s %9s  %s\n", "rank", "TTFO", "decode step", "outputs/s",
+              "mk share", "composition");
+  for (size_t i = 0; i < b.ranked.size(); ++i) {
+    const Evaluated& e = b.ranked[i];
+    std::printf("  %4zu %s %s %11s %9s  %s\n", i + 1, right(ms(e.ttfo_ns), 12).c_str(),
+                right(ms(e.decode_step_ns), 12).c_str(),
+                format_count(static_cast<int64_t>(std::llround(e.throughput_per_s))).c_str(),
+                percent(e.coverage()).c_str(), summary(e).c_str());
+  }
+}
+
+void print_search(const planner::Plan& plan) {
+  int64_t regions = 0, simulated = 0, resumed = 0, tasks = 0;
+  for (const planner::BatchPlan& b : plan.batches) {
+    for (const planner::StageSearchStats& s : b.search) {
+      regions += s.stats.mk_regions;
+      simulated += s.stats.mk_simulated;
+      resumed += s.stats.mk_resumed;
+      tasks += s.stats.tasks_simulated;
+    }
+  }
+  std::string ops;
+  for (const model::StageShape& s : plan.stages) {
+    ops += (ops.empty() ? "" : ", ") + s.name + " " + std::to_string(s.op_count);
+  }
+  std::printf(
+      "search: exact DP over every op boundary (ops per stage: %s); %s mk regions possible, %s "
+      "simulated (%s; the rest pruned by lower bounds), %s of them continued from a longer "
+      "region's run; %s tasks simulated; %.2f s on %d thread%s\n",
+      ops.c_str(), format_count(regions).c_str(), format_count(simulated).c_str(),
+      percent(regions > 0 ? static_cast<double>(simulated) / static_cast<double>(regions) : 0)
+          .c_str(),
+      format_count(resumed).c_str(), format_count(tasks).c_str(), plan.seconds, plan.threads,
+      plan.threads == 1 ? "" : "s");
+}
+
+void print_pareto(const planner::Plan& plan) {
+  std::printf(
+      "\nPareto front, TTFO against throughput, over every batch's ranked compositions and "
+      "baselines\n(within one batch each stage is at its own minimum, so rank 1 dominates the "
+      "rest; the front trades across batch sizes)\n");
+  std::printf("  %6s %-9s %12s %11s  %s\n", "batch", "candidate", "TTFO", "outputs/s",
+              "composition");
+  for (const planner::ParetoPoint& p : plan.pareto) {
+    const Evaluated* e = nullptr;
+    const planner::BatchPlan& b = plan.batch(p.batch);
+    for (const Evaluated& r : b.ranked) {
+      if (r.text == p.text) e = &r;
+    }
+    if (e == nullptr) e = p.candidate == "all-conv" ? &b.all_conv : &*b.all_mk;
+    std::printf("  %6lld %-9s %s %11s  %s\n", static_cast<long long>(p.batch), p.candidate.c_str(),
+                right(ms(p.ttfo_ns), 12).c_str(),
+                format_count(static_cast<int64_t>(std::llround(p.throughput_per_s))).c_str(),
+                summary(*e).c_str());
+  }
+}
+
+void print_category(const planner::Plan& plan) {
+  std::printf(
+      "\nmegakernel coverage of the best composition (share of predicted time inside mk "
+      "regions)\n  %6s",
+      "batch");
+  for (const model::StageShape& s : plan.stages) std::printf(" %10s", s.name.c_str());
+  std::printf(" %10s\n", "overall");
+  for (const planner::BatchPlan& b : plan.batches) {
+    std::printf("  %6lld", static_cast<long long>(b.batch));
+    for (const model::StageShape& s : plan.stages) {
+      std::printf(" %10s", percent(b.best().coverage(s.name)).c_str());
+    }
+    std::printf(" %10s\n", percent(b.best().coverage()).c_str());
+  }
+  std::printf("\ncategory: %s: %s\n", std::string(planner::category_name(plan.category)).c_str(),
+              std::string(planner::category_definition(plan.category)).c_str());
+  std::printf(
+      "categories (\"One Megakernel is Not Enough\"), from the best composition per batch:\n");
+  for (planner::Category c : planner::kCategories) {
+    std::printf("  %-21s %s\n", std::string(planner::category_name(c)).c_str(),
+                std::string(planner::category_definition(c)).c_str());
+  }
+}
+
+// A one-line progress bar on stderr, redrawn at most ten times a second.
+class ProgressLine {
+ public:
+  ProgressLine() : start_(std::chrono::steady_clock::now()) {}
+  void update(double fraction, const std::string& doing) {
+    std::lock_guard lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (fraction < 1 && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int width = 30, filled = static_cast<int>(fraction * width);
+    std::fprintf(stderr, "\r\033[Kplanning [%s%s] %3.0f%%  %.1f s  %s",
+                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                 100 * fraction, std::chrono::duration<double>(now - start_).count(),
+                 doing.c_str());
+    std::fflush(stderr);
+  }
+  void clear() {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+void run(const PlanCommandOptions& o) {
+  planner::PlanOptions options;
+  if (!o.batches.empty()) options.batches = planner::parse_batch_list(o.batches);
+  if (!o.objective.empty()) options.objective = planner::parse_objective(o.objective);
+  if (o.top_k < 1) throw Error("--top: must be at least 1");
+  if (o.threads < 0) throw Error("--threads: must not be negative");
+  options.top_k = o.top_k;
+  options.threads = o.threads;
+  options.sim.allow_interpolate = o.allow_interpolate;
+  options.sim.pdl = o.pdl;
+  const simulator::Profile profile = simulator::read_profile(o.profile);
+
+  ProgressLine line;
+  const bool show = isatty(STDERR_FILENO) != 0;
+  if (show) {
+    options.progress = [&line](double f, const std::string& doing) { line.update(f, doing); };
+  }
+  planner::Plan plan;
+  try {
+    plan = planner::make_plan(profile, options);
+  } catch (...) {
+    if (show) line.clear();
+    throw;
+  }
+  if (show) line.clear();
+
+  std::string batches;
+  for (const planner::BatchPlan& b : plan.batches) {
+    batches += (batches.empty() ? "" : ", ") + std::to_string(b.batch);
+  }
+  std::printf("megacut plan: %s on %s (%d SMs) · prompt %lld · batches %s · top %d\n",
+              plan.model.c_str(), plan.device.c_str(), plan.sm_count,
+              static_cast<long long>(plan.prompt_len), batches.c_str(), plan.top_k);
+  if (plan.objective) {
+    std::printf("objective: %s\n", plan.objective == planner::Objective::ttfo
+                                       ? "ttfo (TTFO first, then decode step)"
+                                       : "throughput (decode step first, then TTFO)");
+  } else {
+    std::printf(
+        "objective: none given (--objective ttfo|throughput): ranked by TTFO, then "
+        "decode step; Pareto front below\n");
+  }
+  print_search(plan);
+  for (const planner::BatchPlan& b : plan.batches) print_batch(b);
+  if (!plan.objective) print_pareto(plan);
+  print_category(plan);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    if (!out || !(out << planner::plan_to_json(plan).dump(1) << "\n")) {
+      throw Error(o.json_path + ": cannot write file");
+    }
+    std::printf("\nplan written to %s (a batch's composition: batches[i].composition)\n",
+                o.json_path.c_str());
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& root) {
+  auto o = std::make_shared<PlanCommandOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "plan", "Find the best compositions per batch size from a profile, and the model's category");
+  cmd->add_option("--profile", o->profile, "profile.json (megacut.profile/1)")->required();
+  cmd->add_option("--batch,-b", o->batches,
+                  "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
+  cmd->add_option("--top,-k", o->top_k, "Compositions ranked per batch")->capture_default_str();
+  cmd->add_option("--objective", o->objective,
+                  "ttfo or throughput (default: rank by TTFO and print the Pareto front)");
+  cmd->add_option("--json", o->json_path, "Write the plan (megacut.plan/1) here");
+  cmd->add_option("--threads", o->threads, "Search threads (default: one per hardware thread)");
+  cmd->add_flag("--allow-interpolate", o->allow_interpolate,
+                "Interpolate batch sizes between measured ones (linear in batch)");
+  cmd->add_flag("--pdl", o->pdl,
+                "Region boundaries next to mk regions use Programmatic Dependent Launch");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace megacut::app

@@ -1,0 +1,388 @@
+#include "planner/plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <queue>
+#include <set>
+#include <thread>
+
+#include "model/error.h"
+
+namespace megacut::planner {
+namespace {
+
+std::string list_text(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
+// Runs fn(0) .. fn(count - 1) on up to `threads` threads; rethrows the first exception once
+// all have stopped (the others take no new index after it).
+void parallel_for(size_t count, int threads, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex mutex;
+  auto worker = [&] {
+    for (;;) {
+      const size_t i = next++;
+      if (i >= count || failed) return;
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  const size_t extra = std::min<size_t>(count, std::max(1, threads)) - 1;
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < extra; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+// How one stage's time counts in an objective's primary and secondary keys.
+struct Weights {
+  int64_t primary = 0;
+  int64_t secondary = 0;
+};
+
+Weights weights(const model::Stage& stage, std::optional<Objective> objective) {
+  const int64_t ttfo = stage.runs_to_first_output;
+  const int64_t step = stage.outputs_per_run > 0 ? 1 : 0;
+  if (objective == Objective::throughput) return {step, ttfo};
+  return {ttfo, step};
+}
+
+// The k best choices of one candidate per stage, by (primary, secondary) summed over stages;
+// each stage's candidates are sorted by time, so a choice's successors (one stage one rank
+// down) are never better than it, and a best-first walk from all-zero ranks finds them.
+std::vector<std::vector<int>> best_combinations(const std::vector<StageSearch>& stages,
+                                                const std::vector<Weights>& w, int k) {
+  using Key = std::tuple<TimeNs, TimeNs, std::vector<int>>;
+  auto key = [&](const std::vector<int>& ranks) {
+    TimeNs primary = 0, secondary = 0;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      primary += w[s].primary * stages[s].best[ranks[s]].time_ns;
+      secondary += w[s].secondary * stages[s].best[ranks[s]].time_ns;
+    }
+    return Key{primary, secondary, ranks};
+  };
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> open;
+  std::set<std::vector<int>> seen;
+  const std::vector<int> first(stages.size(), 0);
+  open.push(key(first));
+  seen.insert(first);
+  std::vector<std::vector<int>> out;
+  while (!open.empty() && static_cast<int>(out.size()) < k) {
+    std::vector<int> ranks = std::get<2>(open.top());
+    open.pop();
+    out.push_back(ranks);
+    for (size_t s = 0; s < stages.size(); ++s) {
+      // A stage that counts in neither key only ever takes its best.
+      if (w[s].primary == 0 && w[s].secondary == 0) continue;
+      if (ranks[s] + 1 >= static_cast<int>(stages[s].best.size())) continue;
+      std::vector<int> next = ranks;
+      ++next[s];
+      if (seen.insert(next).second) open.push(key(next));
+    }
+  }
+  return out;
+}
+
+Evaluated evaluate(const simulator::Prediction& p, const model::Composition& composition) {
+  Evaluated e;
+  e.composition = composition;
+  e.text = composition.to_string();
+  e.ttfo_ns = p.ttfo_ns;
+  e.decode_step_ns = p.decode_step_ns;
+  e.throughput_per_s = p.throughput_per_s;
+  for (const simulator::StagePrediction& s : p.stages) {
+    StageTime t{s.stage, s.time_ns, 0};
+    for (const auto& r : s.regions) {
+      if (r->region.kind == model::RegionKind::mk) t.mk_ns += r->time_ns;
+    }
+    e.stages.push_back(std::move(t));
+  }
+  return e;
+}
+
+bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> objective) {
+  if (objective == Objective::throughput) {
+    return std::tie(a.decode_step_ns, a.ttfo_ns) < std::tie(b.decode_step_ns, b.ttfo_ns);
+  }
+  return std::tie(a.ttfo_ns, a.decode_step_ns) < std::tie(b.ttfo_ns, b.decode_step_ns);
+}
+
+BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& options, int64_t batch,
+                     const std::vector<StageSearch>& searches) {
+  simulator::Simulator sim(profile, options.sim);
+  const model::Scenario scenario = sim.scenario(batch);
+  const std::vector<model::StageShape> shapes = sim.stage_shapes(batch);
+  std::vector<Weights> w;
+  for (const model::Stage& s : scenario.stages) w.push_back(weights(s, options.objective));
+
+  BatchPlan out;
+  out.batch = batch;
+  for (const std::vector<int>& ranks : best_combinations(searches, w, options.top_k)) {
+    model::Composition c;
+    for (size_t s = 0; s < searches.size(); ++s) {
+      c.stages.push_back({searches[s].stage, searches[s].best[ranks[s]].regions});
+    }
+    const simulator::Prediction p = sim.simulate(c, batch);
+    if (out.notes.empty()) out.notes = p.notes;
+    for (size_t s = 0; s < searches.size(); ++s) {
+      const TimeNs searched = searches[s].best[ranks[s]].time_ns;
+      if (p.stages[s].time_ns != searched) {
+        throw Error("planner: internal error: batch " + std::to_string(batch) + ", stage " +
+                    searches[s].stage + ": the search timed '" + c.to_string() + "' at " +
+                    std::to_string(searched) + " ns, the simulator at " +
+                    std::to_string(p.stages[s].time_ns) + " ns");
+      }
+    }
+    out.ranked.push_back(evaluate(p, c));
+  }
+  std::stable_sort(
+      out.ranked.begin(), out.ranked.end(),
+      [&](const Evaluated& a, const Evaluated& b) { return better(a, b, options.objective); });
+  const auto conv = model::uniform_composition(shapes, model::RegionKind::conv);
+  out.all_conv = evaluate(sim.simulate(conv, batch), conv);
+  try {
+    const auto mk = model::uniform_composition(shapes, model::RegionKind::mk);
+    out.all_mk = evaluate(sim.simulate(mk, batch), mk);
+  } catch (const Error&) {
+    // Some op has no standalone task benchmark: there is no one-megakernel baseline.
+  }
+  for (const StageSearch& s : searches) out.search.push_back({s.stage, s.stats});
+  return out;
+}
+
+std::vector<ParetoPoint> pareto_front(const std::vector<BatchPlan>& batches) {
+  std::vector<ParetoPoint> points;
+  for (const BatchPlan& b : batches) {
+    for (size_t i = 0; i < b.ranked.size(); ++i) {
+      const Evaluated& e = b.ranked[i];
+      points.push_back(
+          {b.batch, "rank " + std::to_string(i + 1), e.text, e.ttfo_ns, e.throughput_per_s});
+    }
+    points.push_back(
+        {b.batch, "all-conv", b.all_conv.text, b.all_conv.ttfo_ns, b.all_conv.throughput_per_s});
+    if (b.all_mk) {
+      points.push_back(
+          {b.batch, "all-mk", b.all_mk->text, b.all_mk->ttfo_ns, b.all_mk->throughput_per_s});
+    }
+  }
+  std::vector<ParetoPoint> front;
+  for (const ParetoPoint& p : points) {
+    bool dominated = false;
+    for (const ParetoPoint& q : points) {
+      if (q.ttfo_ns <= p.ttfo_ns && q.throughput_per_s >= p.throughput_per_s &&
+          (q.ttfo_ns < p.ttfo_ns || q.throughput_per_s > p.throughput_per_s)) {
+        dominated = true;
+        break;
+      }
+    }
+    // Equal points (a baseline that is also ranked): keep the first.
+    const bool repeated = std::any_of(front.begin(), front.end(), [&](const ParetoPoint& q) {
+      return q.batch == p.batch && q.text == p.text;
+    });
+    if (!dominated && !repeated) front.push_back(p);
+  }
+  std::stable_sort(front.begin(), front.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+    return std::tie(a.ttfo_ns, b.throughput_per_s) < std::tie(b.ttfo_ns, a.throughput_per_s);
+  });
+  return front;
+}
+
+}  // namespace
+
+std::string_view objective_name(Objective objective) {
+  return objective == Objective::ttfo ? "ttfo" : "throughput";
+}
+
+Objective parse_objective(std::string_view text) {
+  if (text == "ttfo") return Objective::ttfo;
+  if (text == "throughput") return Objective::throughput;
+  throw Error("--objective: '" + std::string(text) +
+              "' is not an objective (ttfo: time to first output first; throughput: decode "
+              "throughput first)");
+}
+
+std::vector<int64_t> parse_batch_list(std::string_view text) {
+  std::vector<int64_t> out;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = text.find(',', from);
+    const std::string item(
+        text.substr(from, comma == std::string_view::npos ? text.npos : comma - from));
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value <= 0) {
+      throw Error("--batch: '" + item + "' in '" + std::string(text) +
+                  "' is not a positive integer (expected a list like 1,2,4,8)");
+    }
+    if (std::find(out.begin(), out.end(), value) != out.end()) {
+      throw Error("--batch: " + std::to_string(value) + " is listed twice in '" +
+                  std::string(text) + "'");
+    }
+    out.push_back(value);
+    if (comma == std::string_view::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+double Evaluated::coverage(std::string_view stage) const {
+  for (const StageTime& s : stages) {
+    if (s.stage == stage) {
+      return s.time_ns > 0 ? static_cast<double>(s.mk_ns) / static_cast<double>(s.time_ns) : 0.0;
+    }
+  }
+  throw Error("plan: no stage '" + std::string(stage) + "'");
+}
+
+double Evaluated::coverage() const {
+  TimeNs mk = 0, total = 0;
+  for (const StageTime& s : stages) {
+    mk += s.mk_ns;
+    total += s.time_ns;
+  }
+  return total > 0 ? static_cast<double>(mk) / static_cast<double>(total) : 0.0;
+}
+
+int Evaluated::mk_regions() const {
+  int count = 0;
+  for (const model::StageRegions& s : composition.stages) {
+    for (const model::Region& r : s.regions) count += r.kind == model::RegionKind::mk;
+  }
+  return count;
+}
+
+const BatchPlan& Plan::batch(int64_t batch) const {
+  for (const BatchPlan& b : batches) {
+    if (b.batch == batch) return b;
+  }
+  throw Error("plan: no batch " + std::to_string(batch));
+}
+
+bool operator==(const Plan& a, const Plan& b) {
+  const auto shapes_equal = [](const model::StageShape& x, const model::StageShape& y) {
+    return x.name == y.name && x.op_count == y.op_count;
+  };
+  return a.model == b.model && a.device == b.device && a.sm_count == b.sm_count &&
+         a.prompt_len == b.prompt_len && a.profile == b.profile &&
+         std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
+                    shapes_equal) &&
+         a.objective == b.objective && a.top_k == b.top_k && a.batches == b.batches &&
+         a.pareto == b.pareto && a.category == b.category && a.threads == b.threads &&
+         a.seconds == b.seconds;
+}
+
+Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.top_k < 1) {
+    throw Error("plan: the number of ranked compositions (--top) must be at least 1, not " +
+                std::to_string(options.top_k));
+  }
+  std::vector<int64_t> batches = options.batches.empty() ? profile.batch_sizes() : options.batches;
+  if (batches.empty()) throw Error("plan: profile " + profile.source + " has no batch sizes");
+  std::sort(batches.begin(), batches.end());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (batches[i] <= 0)
+      throw Error("plan: batch " + std::to_string(batches[i]) + " is not positive");
+    if (i > 0 && batches[i] == batches[i - 1]) {
+      throw Error("plan: batch " + std::to_string(batches[i]) + " is listed twice");
+    }
+    if (!options.sim.allow_interpolate && profile.batch(batches[i]) == nullptr) {
+      throw Error("plan: profile " + profile.source + " has no measurements at batch " +
+                  std::to_string(batches[i]) + " (measured: " + list_text(profile.batch_sizes()) +
+                  "); profile that batch, or allow interpolation (--allow-interpolate)");
+    }
+  }
+
+  Plan plan;
+  simulator::Simulator sim(profile, options.sim);
+  const model::Scenario scenario = sim.scenario(batches.front());
+  plan.model = profile.model_name;
+  plan.device = profile.device.name;
+  plan.sm_count = profile.device.sm_count;
+  plan.prompt_len = profile.prompt_len;
+  plan.profile = profile.source;
+  plan.objective = options.objective;
+  plan.top_k = options.top_k;
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  plan.threads = threads;
+
+  // Searches, one per (batch, stage), the largest graphs first (more tokens, more tasks) so that
+  // the last ones to finish are short.
+  struct Job {
+    size_t batch = 0;
+    size_t stage = 0;
+  };
+  std::vector<Job> jobs;
+  for (size_t s = 0; s < scenario.stages.size(); ++s) {
+    for (size_t b = 0; b < batches.size(); ++b) jobs.push_back({b, s});
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [&](const Job& x, const Job& y) {
+    return batches[x.batch] * scenario.stages[x.stage].seq_len >
+           batches[y.batch] * scenario.stages[y.stage].seq_len;
+  });
+  std::vector<std::vector<StageSearch>> searches(batches.size(),
+                                                 std::vector<StageSearch>(scenario.stages.size()));
+  std::mutex progress_mutex;
+  std::vector<double> done(jobs.size() + batches.size(), 0);
+  // Searches count 90% of the work, the end-to-end simulations of each batch the rest.
+  auto report = [&](size_t unit, double fraction, const std::string& doing) {
+    if (!options.progress) return;
+    std::lock_guard lock(progress_mutex);
+    done[unit] = fraction;
+    double total = 0;
+    for (size_t i = 0; i < done.size(); ++i) {
+      total += done[i] * (i < jobs.size() ? 0.9 / static_cast<double>(jobs.size())
+                                          : 0.1 / static_cast<double>(batches.size()));
+    }
+    options.progress(total, doing);
+  };
+  parallel_for(jobs.size(), threads, [&](size_t j) {
+    const Job job = jobs[j];
+    const int64_t batch = batches[job.batch];
+    const std::string& stage = scenario.stages[job.stage].name;
+    const std::string doing = "batch " + std::to_string(batch) + " " + stage;
+    // A simulator per search: not thread-safe, and its caches are of no use to other stages.
+    simulator::Simulator local(profile, options.sim);
+    SearchOptions so;
+    so.top_k = options.top_k;
+    so.progress = [&, j, doing](double f) { report(j, f, doing); };
+    searches[job.batch][job.stage] = search_stage(local, stage, batch, so);
+  });
+  plan.batches.resize(batches.size());
+  parallel_for(batches.size(), threads, [&](size_t b) {
+    const std::string doing = "batch " + std::to_string(batches[b]) + " end to end";
+    report(jobs.size() + b, 0, doing);
+    plan.batches[b] = plan_batch(profile, options, batches[b], searches[b]);
+    report(jobs.size() + b, 1, doing);
+  });
+  for (const StageSearch& s : searches.front()) {
+    plan.stages.push_back({s.stage, static_cast<int>(s.stats.ops)});
+  }
+  plan.pareto = pareto_front(plan.batches);
+  plan.category = classify(plan.batches);
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+}  // namespace megacut::planner

@@ -1,0 +1,156 @@
+// The plan: for each batch size of a sweep, the best compositions of a model, ranked, with
+// their predicted TTFO and decode step, the baselines they beat, the TTFO-throughput Pareto
+// front over the sweep, and the model's category. Plain data with a JSON form
+// ("megacut.plan/1") that the executor reads: the planner decides, the executor obeys.
+//
+//   Plan plan = make_plan(read_profile("llama.json"), {.batches = {1, 8}, .top_k = 5});
+//   write plan_to_json(plan); later, for batch 8:
+//   Composition c = plan_composition(read_json_file("plan.json"), 8, shapes, "plan.json");
+//
+// Each stage is searched on its own (search_stage), in parallel over (batch, stage) with one
+// Simulator per thread (a Simulator is not thread-safe). A composition is one choice per
+// stage; the top K compositions of a batch are the K best combinations of the stages' K best
+// under the objective's order, each then simulated end to end (Simulator::simulate) and
+// checked against the search.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/composition.h"
+#include "planner/search.h"
+#include "simulator/profile.h"
+#include "simulator/simulator.h"
+
+namespace megacut::planner {
+
+inline constexpr std::string_view kPlanSchema = "megacut.plan/1";
+
+// What "best" means. TTFO first (then the decode step), or throughput first (the shortest
+// decode step at the batch, then TTFO). Without one, plans rank by TTFO and print the Pareto
+// front.
+enum class Objective { ttfo, throughput };
+std::string_view objective_name(Objective objective);
+// "ttfo" or "throughput"; throws an Error naming the value otherwise.
+Objective parse_objective(std::string_view text);
+
+// "1,2,4,8": positive integers, each once; throws an Error naming the bad item otherwise.
+std::vector<int64_t> parse_batch_list(std::string_view text);
+
+struct StageTime {
+  std::string stage;
+  TimeNs time_ns = 0;
+  TimeNs mk_ns = 0;  // inside mk regions: their whole time, launch gap included
+  friend bool operator==(const StageTime&, const StageTime&) = default;
+};
+
+// One composition simulated end to end at one batch size.
+struct Evaluated {
+  model::Composition composition;
+  std::string text;  // canonical
+  TimeNs ttfo_ns = 0;
+  TimeNs decode_step_ns = 0;
+  double throughput_per_s = 0;
+  std::vector<StageTime> stages;
+
+  // Megakernel coverage: the share of predicted time inside mk regions, of one stage or of all
+  // stages together.
+  double coverage(std::string_view stage) const;
+  double coverage() const;
+  int mk_regions() const;
+  friend bool operator==(const Evaluated&, const Evaluated&) = default;
+};
+
+struct StageSearchStats {
+  std::string stage;
+  SearchStats stats;
+  friend bool operator==(const StageSearchStats&, const StageSearchStats&) = default;
+};
+
+struct BatchPlan {
+  int64_t batch = 0;
+  std::vector<Evaluated> ranked;  // best first, at most top K
+  Evaluated all_conv;
+  std::optional<Evaluated> all_mk;  // one megakernel per stage; absent if an op cannot be one
+  std::vector<StageSearchStats> search;
+  std::vector<std::string> notes;  // the simulator's, e.g. that the batch was interpolated
+
+  const Evaluated& best() const { return ranked.front(); }
+  friend bool operator==(const BatchPlan&, const BatchPlan&) = default;
+};
+
+// How a model's best composition moves with batch size ("One Megakernel is Not Enough").
+enum class Category { stable, receding, advancing, averse, mixed, undetermined };
+inline constexpr std::array<Category, 6> kCategories = {
+    Category::stable, Category::receding, Category::advancing,
+    Category::averse, Category::mixed,    Category::undetermined};
+std::string_view category_name(Category category);  // "megakernel-stable", ..., "mixed"
+std::string_view category_definition(Category category);
+// Coverage moves by less than this (0.5 points) between batch sizes count as flat.
+inline constexpr double kCoverageTolerance = 0.005;
+// From the best composition of each batch size, in increasing batch order: undetermined if none
+// has an mk region and some batch could not predict one (no task benchmarks), averse if none has
+// an mk region, stable if all are the same, else receding or advancing by how each stage's
+// coverage moves (category_definition), else mixed.
+Category classify(const std::vector<BatchPlan>& batches);
+
+struct ParetoPoint {
+  int64_t batch = 0;
+  std::string candidate;  // "rank 2", "all-conv" or "all-mk"
+  std::string text;
+  TimeNs ttfo_ns = 0;
+  double throughput_per_s = 0;
+  friend bool operator==(const ParetoPoint&, const ParetoPoint&) = default;
+};
+
+struct Plan {
+  std::string model;
+  std::string device;
+  int sm_count = 0;
+  int64_t prompt_len = 0;
+  std::string profile;  // where the profile came from
+  std::vector<model::StageShape> stages;
+  std::optional<Objective> objective;
+  int top_k = 0;
+  std::vector<BatchPlan> batches;   // increasing batch
+  std::vector<ParetoPoint> pareto;  // increasing TTFO, decreasing throughput
+  Category category = Category::mixed;
+  int threads = 0;
+  double seconds = 0;
+
+  const BatchPlan& batch(int64_t batch) const;
+  // Field by field (model::StageShape has no operator==).
+  friend bool operator==(const Plan&, const Plan&);
+};
+
+struct PlanOptions {
+  std::vector<int64_t> batches;  // empty: every batch the profile measured
+  int top_k = 5;
+  std::optional<Objective> objective;
+  int threads = 0;  // 0: one per hardware thread
+  simulator::SimOptions sim;
+  // Fraction done in [0, 1] and what is being searched; called from worker threads, one at a
+  // time.
+  std::function<void(double fraction, const std::string& doing)> progress;
+};
+
+Plan make_plan(const simulator::Profile& profile, const PlanOptions& options);
+
+// JSON form. A batch's chosen composition is at batches[i].composition (where
+// batches[i].batch is the batch size), in model::composition_to_json form, with its canonical
+// text beside it at batches[i].text.
+nlohmann::json plan_to_json(const Plan& plan);
+// Validates and reads a plan; `file` names the source in errors.
+Plan plan_from_json(const nlohmann::json& json, std::string_view file);
+// The chosen composition for `batch`, checked against the stages it will run on.
+model::Composition plan_composition(const nlohmann::json& plan, int64_t batch,
+                                    const std::vector<model::StageShape>& shapes,
+                                    std::string_view file);
+
+}  // namespace megacut::planner

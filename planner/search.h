@@ -1,0 +1,99 @@
+// The search for the best compositions of one stage: exact dynamic programming over op-level
+// cut points, and an exhaustive enumerator that checks it on small graphs.
+//
+// A kernel boundary is a full barrier, so a stage's time is the sum of its regions' times, and
+// a region's time depends only on its ops and on the kind of region before it
+// (Simulator::simulate_region). The DP's states are (cut position, kind of the region ending
+// there); every op boundary is a candidate cut. A conv region costs the sum of its ops run one
+// by one (the gap inside a conv region is the gap after a conv region), so conv regions are
+// built from single-op steps, and two conv regions are never adjacent: each path of the DP is
+// one composition in canonical form. An mk region's makespan depends on its whole op range,
+// so there are n(n+1)/2 of them; the search simulates only those that can still matter:
+//  1. every op alone, both ways, and every mk region of at most kShortRegionOps ops, exactly;
+//     the K best compositions built from those give an upper bound U on the K-th best time;
+//  2. for every longer mk region, an admissible lower bound: the launch overhead plus
+//     max(bytes / bandwidth, (fixed work + bytes / bandwidth) / SMs, longest task), from the
+//     ops' standalone task costs, which no region configuration makes cheaper (a region runs
+//     each op with at most the registers it had alone);
+//  3. lower bounds on the best prefix to every state and the best suffix from it (DP with the
+//     exact costs where known and the bounds elsewhere); a region whose prefix bound plus its
+//     own bound plus the suffix bound exceeds U lies on no composition within the K best, and
+//     is never simulated (a composition within the K best costs at most U, and each of its
+//     regions satisfies that inequality);
+//  4. the remaining regions are simulated exactly (MkRegionEvaluator: one run per start op,
+//     each shorter region continued from a copy of its state), start op by start op, keeping
+//     the exact best prefix into every cut. As a run from a reaches end b at time t, a region
+//     [a, b) is dropped when the best prefix into a plus its makespan's floor exceeds the K-th
+//     best known prefix into b (ending in mk, or in conv plus the most a continuation can
+//     cost more after conv); and the run stops when even the longer regions cannot make it:
+//     their tasks past b all start after t, so they cost at least t plus a bound on those
+//     tasks, against the K-th best prefix into b extended by conv;
+//  5. the K-best DP runs over every exact cost. Pruning only removes regions no top-K
+//     composition uses, so the K best times equal those of the unpruned DP and of the
+//     exhaustive enumeration (tests check both on many random graphs).
+// What prunes well: prefill stages, where megakernels pay per-task overheads on many tiles.
+// What does not: stages where long megakernels are near the best, since the bounds cannot see
+// the bandwidth contention that makes them slower than they look; there the search simulates
+// every region, at about n/2 full-stage runs of tasks per stage.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/composition.h"
+#include "simulator/simulator.h"
+
+namespace megacut::planner {
+
+using simulator::TimeNs;
+
+// Called with the fraction done, in [0, 1]; from the searching thread.
+using ProgressFn = std::function<void(double fraction)>;
+
+struct StageCandidate {
+  std::vector<model::Region> regions;  // canonical: no two adjacent conv regions
+  TimeNs time_ns = 0;
+  friend bool operator==(const StageCandidate&, const StageCandidate&) = default;
+};
+
+struct SearchStats {
+  int64_t ops = 0;
+  int64_t mk_regions = 0;    // mk regions the stage allows (every op with a task benchmark)
+  int64_t mk_simulated = 0;  // of those, simulated; the others were pruned by their bound
+  int64_t mk_resumed = 0;    // of those simulated, from a separating cut
+  int64_t tasks_simulated = 0;
+  double seconds = 0;
+  friend bool operator==(const SearchStats&, const SearchStats&) = default;
+};
+
+struct StageSearch {
+  std::string stage;
+  int64_t batch = 0;
+  std::vector<StageCandidate> best;  // at most top_k, by increasing time
+  SearchStats stats;
+};
+
+struct SearchOptions {
+  int top_k = 5;
+  bool prune = true;   // off: simulate every mk region (tests compare)
+  bool resume = true;  // off: simulate every mk region from its start
+  ProgressFn progress;
+};
+
+// mk regions of up to this many ops are always simulated (step 1 above).
+inline constexpr int kShortRegionOps = 4;
+
+StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
+                         const SearchOptions& options = {});
+
+// Every composition of the stage, each region timed by Simulator::simulate_region; the K best.
+// `canonical_only` skips compositions with adjacent conv regions (which time the same as their
+// merge). Refuses stages of more than kExhaustiveMaxOps ops: there are about 2 x 3^(n-1).
+inline constexpr int kExhaustiveMaxOps = 18;
+StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
+                             int top_k, bool canonical_only = true);
+
+}  // namespace megacut::planner

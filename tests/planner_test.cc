@@ -1,0 +1,478 @@
+// The planner: the resumed region simulations equal fresh ones to the nanosecond; the DP finds
+// the exhaustive optimum (and the same top K) on many random small graphs; categories on
+// profiles built to be each one; plan.json round trips; bad input gives clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include "model/error.h"
+#include "planner/plan.h"
+#include "planner/region_costs.h"
+#include "planner/search.h"
+#include "tests/support/synthetic_profile.h"
+
+namespace megacut::planner {
+namespace {
+
+using model::constant_stats;
+using model::Region;
+using model::RegionKind;
+using simulator::Profile;
+
+// One decoder layer (15 ops for llama, 16 for qwen3): small enough to enumerate every
+// composition (about 2 x 3^(n-1) of them).
+std::string one_layer(const std::string& family) {
+  return std::string(MEGACUT_TEST_SOURCE_DIR) + "/configs/one-layer-" + family;
+}
+
+// A synthetic profile with every number redrawn at random: conventional kernels and gaps, task
+// benchmarks (a random solo time and bandwidth share, with noise), standalone configurations
+// (so regions mix register budgets), micro-benchmarks, SM count and bandwidth. What wins, conv
+// or mk, short regions or long, then changes from op to op and from case to case.
+Profile random_profile(const std::string& model, const std::vector<int64_t>& batches,
+                       uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution(lo, hi)(rng); };
+  testing::SyntheticDevice device;
+  device.sm_count = std::vector<int>{2, 4, 8, 16, 132}[rng() % 5];
+  device.bytes_per_ns = uniform(100, 2000);
+  Profile p = testing::synthetic_profile(model, batches, 8, device);
+  auto c = [](double ns) { return constant_stats(std::round(ns)); };
+  p.micro.graph_launch_ns = c(uniform(0, 6000));
+  p.micro.kernel_gap_ns = c(uniform(0, 3000));
+  p.micro.kernel_gap_pdl_ns = c(uniform(0, 1000));
+  p.micro.region_launch_ns = c(uniform(0, 5000));
+  p.micro.region_drain_ns = c(uniform(0, 3000));
+  p.micro.counter_signal_to_wait_ns = c(uniform(0, 1500));
+  const std::vector<int> threads = {64, 128, 256, 512, 1024};
+  for (simulator::BatchProfile& b : p.batches) {
+    for (simulator::StageProfile& s : b.stages) {
+      for (simulator::OpProfile& op : s.ops) {
+        op.conv->duration_ns = c(uniform(300, 20000));
+        if (op.conv->gap_to_next_ns) op.conv->gap_to_next_ns = c(uniform(0, 3000));
+        const double solo = uniform(50, 6000), shared = uniform(0, 1500);
+        for (simulator::TaskBenchmark& t : op.tasks) {
+          t.duration_ns = c((solo + shared * std::min(t.ctas, 8)) * uniform(0.9, 1.1));
+        }
+        op.task_region = simulator::RegionConfig{threads[rng() % threads.size()],
+                                                 static_cast<int>(uniform(24, 255)),
+                                                 static_cast<int64_t>(uniform(0, 64 * 1024))};
+      }
+    }
+  }
+  return p;
+}
+
+std::vector<TimeNs> times_of(const StageSearch& s) {
+  std::vector<TimeNs> out;
+  for (const StageCandidate& c : s.best) out.push_back(c.time_ns);
+  return out;
+}
+
+TEST(RegionEvaluatorTest, EveryRegionMatchesAFreshSimulationToTheNanosecond) {
+  // Resuming from a separating cut must not change a single result: compare every mk region
+  // of two-layer graphs (28 and 30 ops) with Simulator::simulate_region.
+  for (const std::string model : {"tiny-llama", "tiny-qwen3"}) {
+    for (uint32_t seed = 0; seed < 4; ++seed) {
+      simulator::Simulator sim(random_profile(model, {1, 3}, seed));
+      for (int64_t batch : {1, 3}) {
+        for (const std::string stage : {"prefill", "decode"}) {
+          const int n = sim.graph(stage, batch).op_count();
+          MkRegionEvaluator evaluator(sim, stage, batch);
+          for (int a = 0; a < n; ++a) {
+            std::vector<int> ends;
+            for (int b = a + 1; b <= n; ++b) ends.push_back(b);
+            const std::vector<TimeNs> got = evaluator.makespans(a, ends);
+            for (int b = a + 1; b <= n; ++b) {
+              const auto before =
+                  a == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_mk;
+              const auto want = sim.simulate_region(stage, batch, {RegionKind::mk, a, b}, before);
+              ASSERT_EQ(got[b - a - 1], want->work_ns)
+                  << model << " seed " << seed << " batch " << batch << " " << stage << " mk[" << a
+                  << ":" << b << "]";
+            }
+          }
+          if (stage == "decode") {
+            EXPECT_GT(evaluator.stats().resumed, 0) << model;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RegionEvaluatorTest, LongRegionsOnAManySmDeviceMatchFreshSimulations) {
+  // Llama-3.2-1B prefill at batch 2 on a 132-SM synthetic device: no op boundary separates
+  // the run in time, so each shorter region continues from a copy of a run in full flight.
+  testing::SyntheticDevice device;
+  device.sm_count = 132;
+  device.bytes_per_ns = 4000;
+  device.flops_per_ns_per_sm = 7000;
+  simulator::Simulator sim(testing::synthetic_profile("llama-3.2-1b", {2}, 32, device));
+  MkRegionEvaluator evaluator(sim, "prefill", 2);
+  for (int a : {0, 1, 37, 101, 170}) {
+    std::vector<int> ends;
+    for (int b = a + 1; b <= std::min(a + 26, 196); ++b) ends.push_back(b);
+    const std::vector<TimeNs> got = evaluator.makespans(a, ends);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      const auto before = a == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_mk;
+      const auto want =
+          sim.simulate_region("prefill", 2, {RegionKind::mk, a, ends[i]}, before)->work_ns;
+      ASSERT_EQ(got[i], want) << "mk[" << a << ":" << ends[i] << "]";
+    }
+  }
+  // Far fewer tasks than simulating each region from its start.
+  EXPECT_GT(evaluator.stats().resumed, 100);
+}
+
+TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
+  // 96 cases: one-layer llama and qwen3, prefill and decode, batches 1 and 2, 12 random
+  // profiles each, K from 1 to 8. The DP's K best times equal the exhaustive enumeration's,
+  // and its best equals the best over every composition, adjacent conv regions included.
+  int cases = 0, mixed_optima = 0;
+  int64_t regions = 0, simulated = 0, resumed = 0;
+  for (const std::string family : {"llama", "qwen3"}) {
+    for (uint32_t seed = 100; seed < 112; ++seed) {
+      simulator::Simulator sim(random_profile(one_layer(family), {1, 2}, seed));
+      for (int64_t batch : {1, 2}) {
+        for (const std::string stage : {"prefill", "decode"}) {
+          SCOPED_TRACE(family + " seed " + std::to_string(seed) + " batch " +
+                       std::to_string(batch) + " " + stage);
+          const int k = static_cast<int>(1 + seed % 8);
+          const StageSearch dp = search_stage(sim, stage, batch, {.top_k = k});
+          const StageSearch all = exhaustive_stage(sim, stage, batch, k);
+          ASSERT_EQ(times_of(dp), times_of(all));
+          const StageSearch any = exhaustive_stage(sim, stage, batch, 1, false);
+          ASSERT_EQ(dp.best.front().time_ns, any.best.front().time_ns);
+          const auto& best = dp.best.front().regions;
+          mixed_optima += std::adjacent_find(best.begin(), best.end(), [](auto& x, auto& y) {
+                            return x.kind != y.kind;
+                          }) != best.end();
+          ++cases;
+          regions += dp.stats.mk_regions;
+          simulated += dp.stats.mk_simulated;
+          resumed += dp.stats.mk_resumed;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 96);
+  // The random profiles are meant to exercise cuts, not just all-conv or all-mk answers.
+  EXPECT_GT(mixed_optima, 10);
+  // ... and to exercise both shortcuts: bounds that prune, resumed simulations.
+  EXPECT_LT(simulated, regions);
+  EXPECT_GT(resumed, 0);
+  std::printf("%d cases, %d with mixed optima; %lld of %lld mk regions simulated, %lld resumed\n",
+              cases, mixed_optima, static_cast<long long>(simulated),
+              static_cast<long long>(regions), static_cast<long long>(resumed));
+}
+
+TEST(SearchTest, PruningAndResumingChangeNothingOnTwoLayerGraphs) {
+  for (const std::string model : {"tiny-llama", "tiny-qwen3"}) {
+    for (uint32_t seed = 200; seed < 206; ++seed) {
+      simulator::Simulator sim(random_profile(model, {1, 4}, seed));
+      for (int64_t batch : {1, 4}) {
+        for (const std::string stage : {"prefill", "decode"}) {
+          SCOPED_TRACE(model + " seed " + std::to_string(seed) + " " + stage);
+          const StageSearch fast = search_stage(sim, stage, batch, {.top_k = 8});
+          const StageSearch plain =
+              search_stage(sim, stage, batch, {.top_k = 8, .prune = false, .resume = false});
+          EXPECT_EQ(times_of(fast), times_of(plain));
+          EXPECT_EQ(plain.stats.mk_simulated, plain.stats.mk_regions);
+          EXPECT_LE(fast.stats.mk_simulated, fast.stats.mk_regions);
+        }
+      }
+    }
+  }
+}
+
+TEST(SearchTest, CandidatesAreDistinctCanonicalAndTimedAsTheSimulatorTimesThem) {
+  simulator::Simulator sim(random_profile("tiny-qwen3", {2}, 7));
+  for (const std::string stage : {"prefill", "decode"}) {
+    const StageSearch s = search_stage(sim, stage, 2, {.top_k = 10});
+    ASSERT_EQ(s.best.size(), 10u);
+    std::set<std::vector<std::tuple<int, int, int>>> seen;
+    for (size_t i = 0; i < s.best.size(); ++i) {
+      const StageCandidate& c = s.best[i];
+      if (i > 0) {
+        EXPECT_LE(s.best[i - 1].time_ns, c.time_ns);
+      }
+      std::vector<std::tuple<int, int, int>> key;
+      int at = 0;
+      for (size_t r = 0; r < c.regions.size(); ++r) {
+        EXPECT_EQ(c.regions[r].begin, at);
+        EXPECT_LT(c.regions[r].begin, c.regions[r].end);
+        at = c.regions[r].end;
+        if (r > 0) {
+          EXPECT_FALSE(c.regions[r].kind == RegionKind::conv &&
+                       c.regions[r - 1].kind == RegionKind::conv);
+        }
+        key.emplace_back(static_cast<int>(c.regions[r].kind), c.regions[r].begin, c.regions[r].end);
+      }
+      EXPECT_EQ(at, sim.graph(stage, 2).op_count());
+      EXPECT_TRUE(seen.insert(key).second) << "candidate " << i << " repeats";
+      model::Composition comp = model::uniform_composition(sim.stage_shapes(2), RegionKind::conv);
+      for (model::StageRegions& sr : comp.stages) {
+        if (sr.stage == stage) sr.regions = c.regions;
+      }
+      EXPECT_EQ(sim.simulate(comp, 2).stage(stage).time_ns, c.time_ns);
+    }
+  }
+}
+
+TEST(SearchTest, ExhaustiveRefusesLargeStages) {
+  simulator::Simulator sim(testing::synthetic_profile("tiny-llama", {1}, 8));
+  try {
+    exhaustive_stage(sim, "decode", 1, 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 28 ops; enumeration is limited to 18"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Scales one batch's conventional kernels (and gaps) and task benchmarks: > 1 makes that way
+// of running slower. Uniform standalone configurations keep regions free of register limits.
+void scale_batch(Profile& p, int64_t batch, double conv, double mk) {
+  for (simulator::BatchProfile& b : p.batches) {
+    if (b.batch != batch) continue;
+    for (simulator::StageProfile& s : b.stages) {
+      for (simulator::OpProfile& op : s.ops) {
+        op.conv->duration_ns = constant_stats(std::round(op.conv->duration_ns.p50 * conv));
+        if (op.conv->gap_to_next_ns) {
+          op.conv->gap_to_next_ns = constant_stats(std::round(op.conv->gap_to_next_ns->p50 * conv));
+        }
+        for (simulator::TaskBenchmark& t : op.tasks) {
+          t.duration_ns = constant_stats(std::round(t.duration_ns.p50 * mk));
+        }
+        op.task_region = simulator::RegionConfig{128, 40, 0};
+      }
+    }
+  }
+}
+
+// Per batch 1, 2, 4: which way is made cheap ('m': megakernels, 'c': conventional, '=':
+// neither).
+Plan plan_for(const std::string& ways, const PlanOptions& options = {}) {
+  Profile p = testing::synthetic_profile("tiny-llama", {1, 2, 4}, 16);
+  const std::vector<int64_t> batches = {1, 2, 4};
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (ways[i] == 'm') scale_batch(p, batches[i], 100, 1);
+    if (ways[i] == 'c') scale_batch(p, batches[i], 1, 100);
+    if (ways[i] == '=') scale_batch(p, batches[i], 1, 1);
+  }
+  return make_plan(p, options);
+}
+
+TEST(CategoryTest, ProfilesBuiltForEachCategoryGetIt) {
+  // Conventional kernels 100x slower at every batch: one megakernel per stage everywhere.
+  Plan stable = plan_for("mmm");
+  EXPECT_EQ(stable.category, Category::stable);
+  EXPECT_EQ(stable.batches[0].best().text, "prefill: mk[0:28]; decode: mk[0:28]");
+  // Tasks 100x slower everywhere: all-conventional everywhere.
+  EXPECT_EQ(plan_for("ccc").category, Category::averse);
+  // Megakernels win at batch 1 and lose at batch 4: coverage 100% -> ... -> 0%.
+  const Plan receding = plan_for("m=c");
+  EXPECT_EQ(receding.category, Category::receding);
+  EXPECT_DOUBLE_EQ(receding.batches.front().best().coverage(), 1.0);
+  EXPECT_DOUBLE_EQ(receding.batches.back().best().coverage(), 0.0);
+  EXPECT_EQ(plan_for("c=m").category, Category::advancing);
+  EXPECT_EQ(plan_for("mcm").category, Category::mixed);
+}
+
+TEST(CategoryTest, ClassifyFollowsTheDefinitions) {
+  // Batches whose best composition has the given decode coverage (prefill all-conventional).
+  auto sweep = [](const std::vector<double>& coverage, bool mk_predicted = true) {
+    std::vector<BatchPlan> batches;
+    for (size_t i = 0; i < coverage.size(); ++i) {
+      Evaluated e;
+      const int mk_ops = static_cast<int>(std::round(coverage[i] * 1000));
+      e.composition.stages = {{"prefill", {{RegionKind::conv, 0, 1000}}}, {"decode", {}}};
+      if (mk_ops > 0) e.composition.stages[1].regions.push_back({RegionKind::mk, 0, mk_ops});
+      if (mk_ops < 1000)
+        e.composition.stages[1].regions.push_back({RegionKind::conv, mk_ops, 1000});
+      e.text = e.composition.to_string();
+      e.stages = {{"prefill", 1000, 0}, {"decode", 1000, mk_ops}};
+      std::optional<Evaluated> all_mk;
+      if (mk_predicted) all_mk = e;
+      batches.push_back({static_cast<int64_t>(1) << i, {e}, e, all_mk, {}, {}});
+    }
+    return classify(batches);
+  };
+  EXPECT_EQ(sweep({0, 0, 0}), Category::averse);
+  // No mk region chosen because none could be predicted: no verdict.
+  EXPECT_EQ(sweep({0, 0, 0}, false), Category::undetermined);
+  EXPECT_EQ(sweep({0.3, 0.3, 0.3}), Category::stable);
+  EXPECT_EQ(sweep({0.5, 0.2, 0.2, 0.0}), Category::receding);
+  // A rise within the tolerance (0.4 points) does not break a fall.
+  EXPECT_EQ(sweep({0.5, 0.504, 0.1}), Category::receding);
+  EXPECT_EQ(sweep({0.0, 0.1, 0.6}), Category::advancing);
+  EXPECT_EQ(sweep({0.5, 0.1, 0.6}), Category::mixed);
+  // Flat coverage while the composition changes.
+  EXPECT_EQ(sweep({0.3, 0.302, 0.3}), Category::mixed);
+}
+
+TEST(PlanTest, RanksByTheObjectiveAndBeatsOrMatchesTheBaselines) {
+  Profile p = random_profile("tiny-llama", {1, 2}, 42);
+  for (Objective objective : {Objective::ttfo, Objective::throughput}) {
+    PlanOptions options;
+    options.objective = objective;
+    options.top_k = 4;
+    options.threads = 2;
+    const Plan plan = make_plan(p, options);
+    ASSERT_EQ(plan.batches.size(), 2u);
+    for (const BatchPlan& b : plan.batches) {
+      ASSERT_EQ(b.ranked.size(), 4u);
+      for (size_t i = 1; i < b.ranked.size(); ++i) {
+        const Evaluated& x = b.ranked[i - 1];
+        const Evaluated& y = b.ranked[i];
+        if (objective == Objective::ttfo) {
+          EXPECT_LE(std::tie(x.ttfo_ns, x.decode_step_ns), std::tie(y.ttfo_ns, y.decode_step_ns));
+        } else {
+          EXPECT_LE(std::tie(x.decode_step_ns, x.ttfo_ns), std::tie(y.decode_step_ns, y.ttfo_ns));
+        }
+      }
+      // Each stage is at its minimum, so the best beats or matches both baselines on both keys.
+      EXPECT_LE(b.best().ttfo_ns, b.all_conv.ttfo_ns);
+      EXPECT_LE(b.best().decode_step_ns, b.all_conv.decode_step_ns);
+      ASSERT_TRUE(b.all_mk);
+      EXPECT_LE(b.best().ttfo_ns, b.all_mk->ttfo_ns);
+      EXPECT_LE(b.best().decode_step_ns, b.all_mk->decode_step_ns);
+    }
+  }
+}
+
+TEST(PlanTest, ParetoFrontHoldsNoDominatedPoint) {
+  const Plan plan = make_plan(random_profile("tiny-qwen3", {1, 2, 4}, 3), {.top_k = 3});
+  ASSERT_FALSE(plan.pareto.empty());
+  for (size_t i = 0; i < plan.pareto.size(); ++i) {
+    for (size_t j = 0; j < plan.pareto.size(); ++j) {
+      const ParetoPoint& p = plan.pareto[i];
+      const ParetoPoint& q = plan.pareto[j];
+      if (i == j) continue;
+      EXPECT_FALSE(q.ttfo_ns <= p.ttfo_ns && q.throughput_per_s >= p.throughput_per_s &&
+                   (q.ttfo_ns < p.ttfo_ns || q.throughput_per_s > p.throughput_per_s));
+    }
+    if (i > 0) {
+      EXPECT_LE(plan.pareto[i - 1].ttfo_ns, plan.pareto[i].ttfo_ns);
+    }
+  }
+}
+
+TEST(PlanTest, ProgressRisesToOne) {
+  std::vector<double> seen;
+  PlanOptions options;
+  options.threads = 2;
+  options.progress = [&](double f, const std::string&) { seen.push_back(f); };
+  make_plan(random_profile("tiny-llama", {1, 2}, 5), options);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+  for (double f : seen) EXPECT_TRUE(f >= 0 && f <= 1) << f;
+}
+
+TEST(PlanJsonTest, RoundTripsAndGivesEachBatchItsComposition) {
+  PlanOptions options;
+  options.top_k = 3;
+  const Plan plan = make_plan(random_profile("tiny-qwen3", {1, 2, 4}, 11), options);
+  const nlohmann::json doc = nlohmann::json::parse(plan_to_json(plan).dump(1));
+  EXPECT_EQ(doc["schema"], "megacut.plan/1");
+  EXPECT_EQ(plan_from_json(doc, "plan.json"), plan);
+
+  simulator::Simulator sim(random_profile("tiny-qwen3", {1, 2, 4}, 11));
+  for (const BatchPlan& b : plan.batches) {
+    const model::Composition c =
+        plan_composition(doc, b.batch, sim.stage_shapes(b.batch), "p.json");
+    EXPECT_EQ(c, b.best().composition);
+    EXPECT_EQ(c.to_string(), b.best().text);
+  }
+  try {
+    plan_composition(doc, 8, sim.stage_shapes(1), "p.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "p.json: no plan for batch 8 (planned batches: 1, 2, 4)");
+  }
+}
+
+TEST(PlanJsonTest, ErrorsNameTheFileAndField) {
+  const Plan plan = make_plan(random_profile("tiny-llama", {1}, 12), {.top_k = 2});
+  const nlohmann::json good = plan_to_json(plan);
+  auto error_of = [](const nlohmann::json& doc) {
+    try {
+      plan_from_json(doc, "plan.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json doc = good;
+  doc["schema"] = "megacut.plan/0";
+  EXPECT_EQ(error_of(doc), "plan.json: field 'schema': expected \"megacut.plan/1\"");
+  doc = good;
+  doc["batches"][0]["ranked"][1]["text"] = "decode: mk[0:99]";
+  EXPECT_NE(error_of(doc).find("plan.json: field 'batches[0].ranked[1].text': composition"),
+            std::string::npos)
+      << error_of(doc);
+  doc = good;
+  doc["batches"][0].erase("ttfo_ns");
+  doc["batches"][0]["all_conv"].erase("ttfo_ns");
+  EXPECT_EQ(error_of(doc), "plan.json: field 'batches[0].all_conv.ttfo_ns': missing");
+  doc = good;
+  doc["batches"][0]["composition"] =
+      model::composition_to_json(plan.batches[0].all_conv.composition);
+  if (!(plan.batches[0].all_conv.composition == plan.batches[0].best().composition)) {
+    EXPECT_NE(error_of(doc).find("field 'batches[0].composition': differs from ranked[0]"),
+              std::string::npos)
+        << error_of(doc);
+  }
+}
+
+TEST(PlanInputTest, BadInputsGiveClearErrors) {
+  auto error_of = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(parse_batch_list("1,2,16"), (std::vector<int64_t>{1, 2, 16}));
+  EXPECT_EQ(error_of([] { parse_batch_list("1,x,4"); }),
+            "--batch: 'x' in '1,x,4' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(error_of([] { parse_batch_list("1,,4"); }),
+            "--batch: '' in '1,,4' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(error_of([] { parse_batch_list("0"); }),
+            "--batch: '0' in '0' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(error_of([] { parse_batch_list("2,4,2"); }), "--batch: 2 is listed twice in '2,4,2'");
+  EXPECT_EQ(error_of([] { parse_batch_list("3x"); }),
+            "--batch: '3x' in '3x' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(parse_objective("throughput"), Objective::throughput);
+  EXPECT_EQ(error_of([] { parse_objective("fast"); }),
+            "--objective: 'fast' is not an objective (ttfo: time to first output first; "
+            "throughput: decode throughput first)");
+
+  const Profile p = testing::synthetic_profile("tiny-llama", {1, 2, 4}, 16);
+  EXPECT_EQ(error_of([&] {
+              make_plan(p, {.batches = {1, 3}});
+            }),
+            "plan: profile synthetic tiny-llama has no measurements at batch 3 (measured: 1, 2, "
+            "4); profile that batch, or allow interpolation (--allow-interpolate)");
+  EXPECT_EQ(error_of([&] { make_plan(p, {.top_k = 0}); }),
+            "plan: the number of ranked compositions (--top) must be at least 1, not 0");
+  // Interpolation fills a batch between measured ones, but never beyond them.
+  PlanOptions interpolate{.batches = {3}};
+  interpolate.sim.allow_interpolate = true;
+  const Plan interpolated = make_plan(p, interpolate);
+  EXPECT_EQ(interpolated.batches.front().batch, 3);
+  ASSERT_EQ(interpolated.batches.front().notes.size(), 1u);
+  EXPECT_NE(interpolated.batches.front().notes[0].find("interpolated"), std::string::npos);
+  interpolate.batches = {8};
+  EXPECT_NE(error_of([&] { make_plan(p, interpolate); }).find("outside the measured batches"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace megacut::planner
