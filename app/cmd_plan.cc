@@ -33,26 +33,6 @@ struct PlanCommandOptions {
   bool pdl = false;
 };
 
-std::string ms(TimeNs ns) {
-  char text[32];
-  const double v = static_cast<double>(ns);
-  if (ns >= 1'000'000) {
-    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
-  } else if (ns >= 1'000) {
-    std::snprintf(text, sizeof text, "%.2f µs", v / 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%lld ns", static_cast<long long>(ns));
-  }
-  return text;
-}
-
-// Right-aligns `text` in `width` columns, counting UTF-8 characters (µ is two bytes).
-std::string right(const std::string& text, size_t width) {
-  size_t columns = 0;
-  for (unsigned char c : text) columns += (c & 0xC0) != 0x80;
-  return std::string(width > columns ? width - columns : 0, ' ') + text;
-}
-
 std::string percent(double share) {
   char text[16];
   std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
@@ -117,11 +97,12 @@ void print_batch(const planner::BatchPlan& b) {
   std::printf("  best:  ");
   print_wrapped(best.text, 9);
   std::printf("         predicted TTFO %s, decode step %s, %s outputs/s\n",
-              ms(best.ttfo_ns).c_str(), ms(best.decode_step_ns).c_str(),
+              format_ns(best.ttfo_ns).c_str(), format_ns(best.decode_step_ns).c_str(),
               format_count(static_cast<int64_t>(std::llround(best.throughput_per_s))).c_str());
   auto gain = [&](const char* label, const Evaluated& base) {
-    std::printf("  vs %-20s TTFO %s (%s)   decode step %s (%s)\n", label, ms(base.ttfo_ns).c_str(),
-                times(base.ttfo_ns, best.ttfo_ns).c_str(), ms(base.decode_step_ns).c_str(),
+    std::printf("  vs %-20s TTFO %s (%s)   decode step %s (%s)\n", label,
+                format_ns(base.ttfo_ns).c_str(), times(base.ttfo_ns, best.ttfo_ns).c_str(),
+                format_ns(base.decode_step_ns).c_str(),
                 times(base.decode_step_ns, best.decode_step_ns).c_str());
   };
   gain("all-conventional", b.all_conv);
@@ -134,8 +115,8 @@ void print_batch(const planner::BatchPlan& b) {
               "mk share", "composition");
   for (size_t i = 0; i < b.ranked.size(); ++i) {
     const Evaluated& e = b.ranked[i];
-    std::printf("  %4zu %s %s %11s %9s  %s\n", i + 1, right(ms(e.ttfo_ns), 12).c_str(),
-                right(ms(e.decode_step_ns), 12).c_str(),
+    std::printf("  %4zu %s %s %11s %9s  %s\n", i + 1, right_align(format_ns(e.ttfo_ns), 12).c_str(),
+                right_align(format_ns(e.decode_step_ns), 12).c_str(),
                 format_count(static_cast<int64_t>(std::llround(e.throughput_per_s))).c_str(),
                 percent(e.coverage()).c_str(), summary(e).c_str());
   }
@@ -181,7 +162,7 @@ void print_pareto(const planner::Plan& plan) {
     }
     if (e == nullptr) e = p.candidate == "all-conv" ? &b.all_conv : &*b.all_mk;
     std::printf("  %6lld %-9s %s %11s  %s\n", static_cast<long long>(p.batch), p.candidate.c_str(),
-                right(ms(p.ttfo_ns), 12).c_str(),
+                right_align(format_ns(p.ttfo_ns), 12).c_str(),
                 format_count(static_cast<int64_t>(std::llround(p.throughput_per_s))).c_str(),
                 summary(*e).c_str());
   }

@@ -30,26 +30,6 @@ struct SimulateOptions {
   bool pdl = false;
 };
 
-std::string format_ns(TimeNs ns) {
-  char text[32];
-  const double v = static_cast<double>(ns);
-  if (ns >= 1'000'000) {
-    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
-  } else if (ns >= 1'000) {
-    std::snprintf(text, sizeof text, "%.1f µs", v / 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%lld ns", static_cast<long long>(ns));
-  }
-  return text;
-}
-
-// Right-aligns `text` in `width` columns, counting UTF-8 characters (µ is two bytes).
-std::string right(const std::string& text, size_t width) {
-  size_t columns = 0;
-  for (unsigned char c : text) columns += (c & 0xC0) != 0x80;
-  return std::string(width > columns ? width - columns : 0, ' ') + text;
-}
-
 void write_json(const std::string& path, const nlohmann::json& doc) {
   std::ofstream out(path);
   if (!out || !(out << doc.dump(1) << "\n")) throw Error(path + ": cannot write file");
@@ -83,10 +63,12 @@ void print_stage(const simulator::StagePrediction& s, const simulator::Predictio
                              "]";
     std::printf("  %-14s %-12s %s %s %s %s %s %7lld %7lld %6.1f%%\n", name.c_str(),
                 std::string(simulator::boundary_name(r->before)).c_str(),
-                right(format_ns(r->time_ns), 10).c_str(), right(format_ns(r->gap_ns), 10).c_str(),
-                right(format_ns(r->launch_ns), 10).c_str(),
-                right(format_ns(r->work_ns), 10).c_str(), right(format_ns(r->drain_ns), 10).c_str(),
-                static_cast<long long>(r->kernels), static_cast<long long>(r->tasks),
+                right_align(format_ns(r->time_ns), 10).c_str(),
+                right_align(format_ns(r->gap_ns), 10).c_str(),
+                right_align(format_ns(r->launch_ns), 10).c_str(),
+                right_align(format_ns(r->work_ns), 10).c_str(),
+                right_align(format_ns(r->drain_ns), 10).c_str(), static_cast<long long>(r->kernels),
+                static_cast<long long>(r->tasks),
                 100.0 * static_cast<double>(busy) /
                     (static_cast<double>(std::max<TimeNs>(1, r->time_ns)) * p.sm_count));
     if (r->config && !r->register_limited_ops.empty()) {
@@ -99,7 +81,7 @@ void print_stage(const simulator::StagePrediction& s, const simulator::Predictio
   for (size_t i = 0; i < std::min<size_t>(5, s.path_by_op.size()); ++i) {
     const auto& o = s.path_by_op[i];
     std::printf("    %4d  %-28s %s  %5.1f%%  (%lld %s)\n", o.op, o.name.c_str(),
-                right(format_ns(o.time_ns), 10).c_str(),
+                right_align(format_ns(o.time_ns), 10).c_str(),
                 100.0 * static_cast<double>(o.time_ns) / static_cast<double>(s.time_ns),
                 static_cast<long long>(o.steps),
                 o.steps == 1 ? "kernel or task" : "kernels or tasks");

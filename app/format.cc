@@ -34,4 +34,23 @@ std::string format_count(int64_t count) {
   return count < 0 ? "-" + out : out;
 }
 
+std::string format_ns(int64_t ns) {
+  char text[32];
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
+  } else if (ns >= 1'000) {
+    std::snprintf(text, sizeof text, "%.2f µs", v / 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%lld ns", static_cast<long long>(ns));
+  }
+  return text;
+}
+
+std::string right_align(const std::string& text, size_t width) {
+  size_t columns = 0;
+  for (unsigned char c : text) columns += (c & 0xC0) != 0x80;
+  return std::string(width > columns ? width - columns : 0, ' ') + text;
+}
+
 }  // namespace megacut::app
