@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds megacut (no GPU needed) and runs the main job on the bundled default:
-# Llama-3.2-1B's decode graph with its tiles, bytes and FLOPs.
+# Sets up, builds megacut (no GPU needed) and runs the main job on the bundled default: the
+# planner on the committed H200 profiles of Llama-3.2-1B and Qwen3-0.6B.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MEGACUT_BUILD_DIR:-$root/build}/nocuda
@@ -8,4 +8,7 @@ build=${MEGACUT_BUILD_DIR:-$root/build}/nocuda
 bash "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DMEGACUT_CUDA=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target megacut >/dev/null
-"$build/app/megacut" graph --model llama-3.2-1b --stage decode --batch 1
+for model in llama-3.2-1b qwen3-0.6b; do
+  "$build/app/megacut" plan --profile "$root/reports/h200/$model/profile.json"
+  echo
+done
