@@ -1,6 +1,7 @@
 // megacut run: a scenario on the GPU, each stage captured in a CUDA graph and replayed, with a
 // trtexec-like summary of time to first output, decode step and throughput.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "executor/runner.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "planner/plan.h"
 
 namespace megacut::app {
 namespace {
@@ -57,6 +59,33 @@ void dump_outputs(const std::string& path, const executor::ScenarioRunner& runne
   executor::safetensors::write_file(path, tensors);
 }
 
+// --composition: the text form, or a file: plan.json (the plan's composition for this batch) or
+// a composition in its JSON form.
+model::Composition read_composition(const std::string& arg, int64_t batch,
+                                    const std::vector<model::StageShape>& shapes) {
+  if (!arg.ends_with(".json") || !std::filesystem::exists(arg)) {
+    return model::parse_composition(arg, shapes);
+  }
+  const nlohmann::json json = model::read_json_file(arg);
+  if (json.contains("schema") && json["schema"] == "megacut.plan/1") {
+    return planner::plan_composition(json, batch, shapes, arg);
+  }
+  return model::composition_from_json(json, shapes, arg);
+}
+
+void print_region_configs(const executor::ScenarioRunner& runner) {
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    for (const executor::RegionConfig& c : runner.region_configs(s)) {
+      std::printf(
+          "region %s mk[%d:%d]: %d tasks on %d CTAs x %d threads, %d registers, %d B "
+          "local (spills), %d B shared, %d blocks/SM possible, %d bodies%s\n",
+          runner.stage_graph(s).stage().c_str(), c.op_begin, c.op_end, c.tasks, c.grid,
+          c.block_threads, c.registers, c.local_bytes, c.dynamic_smem_bytes + c.static_smem_bytes,
+          c.blocks_per_sm, c.bodies, c.cache_hit ? ", cached kernel" : "");
+    }
+  }
+}
+
 void run(const RunCommandOptions& o) {
   executor::LinearProvider provider = executor::LinearProvider::ours;
   if (o.provider == "cublaslt") {
@@ -80,7 +109,7 @@ void run(const RunCommandOptions& o) {
   for (const model::Stage& s : scenario.stages) {
     shapes.push_back({s.name, model::build_decoder_stage(spec.decoder, s, o.batch).op_count()});
   }
-  const model::Composition composition = model::parse_composition(o.composition, shapes);
+  const model::Composition composition = read_composition(o.composition, o.batch, shapes);
   if (!o.save_weights_dir.empty()) {
     executor::save_checkpoint(o.save_weights_dir, spec, checkpoint.weights);
     std::printf("weights saved to %s\n", o.save_weights_dir.c_str());
@@ -112,6 +141,7 @@ void run(const RunCommandOptions& o) {
               format_bytes(runner.device_bytes()).c_str());
   std::printf("each stage one CUDA graph; %d warm-up runs, %d timed runs (CUDA events)\n", m.warmup,
               o.runs);
+  print_region_configs(runner);
   print_stats("TTFO", m.ttfo);
   print_stats("decode step", m.decode_step);
   std::printf("throughput   %.1f tokens/s (batch %lld / decode step p50)\n", m.tokens_per_s,
@@ -134,7 +164,9 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--batch,-b", o->batch, "Batch size")->capture_default_str();
   cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
-  cmd->add_option("--composition,-c", o->composition, "Composition to run")->capture_default_str();
+  cmd->add_option("--composition,-c", o->composition,
+                  "Composition to run: text, plan.json (this batch's) or a composition .json")
+      ->capture_default_str();
   cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Warm-up runs")->capture_default_str();
   cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")

@@ -427,6 +427,11 @@ std::vector<float> ScenarioRunner::stage_logits(int stage) {
                            static_cast<size_t>(m.scenario.batch * m.model.decoder.vocab_size));
 }
 
+std::vector<RegionConfig> ScenarioRunner::region_configs(int stage) const {
+  const auto& launcher = impl_->stage(stage).launcher;
+  return launcher ? launcher->region_configs() : std::vector<RegionConfig>{};
+}
+
 void ScenarioRunner::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }
 
 void ScenarioRunner::generate(int steps) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "executor/conventional.h"
+#include "executor/megakernel.h"
 #include "executor/weights.h"
 #include "model/composition.h"
 #include "model/scenario.h"
@@ -90,6 +91,9 @@ class ScenarioRunner {
   void set_composition(model::Composition composition);
   // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
   std::vector<float> stage_logits(int stage);
+  // The configuration each mk region of the stage runs with (registers, spills, shared memory,
+  // occupancy), once the stage has been launched; empty for an all-conventional stage.
+  std::vector<RegionConfig> region_configs(int stage) const;
 
   // Greedy generation without graphs, for checking: prefill, then `steps` decode steps (each
   // built for its own position). Fills the outputs below.
