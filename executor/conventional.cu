@@ -1,5 +1,5 @@
 // The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; launch_op
-// picks the body for an op from its kind and tile shape through a small registry of kinds.
+// picks the body for an op from its kind and tile shape (tile_dispatch.cuh).
 #include <cublasLt.h>
 
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
+#include "executor/tile_dispatch.cuh"
 #include "executor/tile_layouts.cuh"
 #include "model/error.h"
 
@@ -62,133 +63,6 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream) {
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename OutT>
-void launch_linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, cudaStream_t stream) {
-  using namespace tiles;
-  auto gemv = [&]<int kCols>() {
-    if (s.m_tiles == 1) return launch_tiles<LinearGemvTile<kCols, 1, OutT>>(l, stream);
-    if (s.m_tiles == 2) return launch_tiles<LinearGemvTile<kCols, 2, OutT>>(l, stream);
-    return launch_tiles<LinearGemvTile<kCols, 4, OutT>>(l, stream);
-  };
-  auto body = [&]<int kCols>() {
-    if (s.mma) return launch_tiles<LinearMmaTile<kCols, OutT>>(l, stream);
-    return gemv.template operator()<kCols>();
-  };
-  switch (s.cols) {
-    case 16:
-      return body.template operator()<16>();
-    case 32:
-      return body.template operator()<32>();
-    case 64:
-      return body.template operator()<64>();
-    default:
-      return body.template operator()<128>();
-  }
-}
-
-template <int kHeadDim>
-void launch_attention_hd(const tiles::AttentionLayout& l, const AttentionShape& s,
-                         cudaStream_t stream) {
-  using namespace tiles;
-  if (!s.decode) return launch_tiles<AttentionPrefillTile<kHeadDim>>(l, stream);
-  switch (s.max_group) {
-    case 1:
-      return launch_tiles<AttentionDecodeTile<kHeadDim, 1>>(l, stream);
-    case 2:
-      return launch_tiles<AttentionDecodeTile<kHeadDim, 2>>(l, stream);
-    case 4:
-      return launch_tiles<AttentionDecodeTile<kHeadDim, 4>>(l, stream);
-    default:
-      return launch_tiles<AttentionDecodeTile<kHeadDim, 8>>(l, stream);
-  }
-}
-
-void launch_attention(const tiles::AttentionLayout& l, const AttentionShape& s,
-                      cudaStream_t stream) {
-  switch (s.head_dim) {
-    case 16:
-      return launch_attention_hd<16>(l, s, stream);
-    case 32:
-      return launch_attention_hd<32>(l, s, stream);
-    case 64:
-      return launch_attention_hd<64>(l, s, stream);
-    default:
-      return launch_attention_hd<128>(l, s, stream);
-  }
-}
-
-struct LaunchArgs {
-  const Graph& graph;
-  const Op& op;
-  const StageBuffers& buffers;
-  cudaStream_t stream;
-  LinearProvider provider;
-  KernelContext* context;
-};
-
-void launch_matmul(const LaunchArgs& a, bool f32_out) {
-  if (a.provider == LinearProvider::cublaslt) {
-    if (a.context == nullptr) {
-      throw Error("op " + a.op.name + ": the cuBLASLt provider needs a KernelContext");
-    }
-    const auto l = linear_layout(a.graph, a.op, a.buffers);  // pointers only; dtype unused
-    a.context->lt_matmul(l.x, l.w, l.y, a.op.tiling.rows, l.n, l.k, f32_out, a.stream);
-    return;
-  }
-  if (f32_out)
-    return launch_linear(lm_head_layout(a.graph, a.op, a.buffers), linear_shape(a.op), a.stream);
-  launch_linear(linear_layout(a.graph, a.op, a.buffers), linear_shape(a.op), a.stream);
-}
-
-// The registry: one launcher per op kind.
-struct KindLauncher {
-  std::string_view kind;
-  void (*launch)(const LaunchArgs&);
-};
-
-constexpr KindLauncher kLaunchers[] = {
-    {"embedding",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::EmbeddingTile>(embedding_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"rmsnorm",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::RmsNormTile>(rmsnorm_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"linear", [](const LaunchArgs& a) { launch_matmul(a, false); }},
-    {"lm-head", [](const LaunchArgs& a) { launch_matmul(a, true); }},
-    {"qk-norm",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::QkNormTile>(qk_norm_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"rope",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::RopeTile>(rope_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"kv-append",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::KvAppendTile>(kv_append_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"attention",
-     [](const LaunchArgs& a) {
-       launch_attention(attention_layout(a.graph, a.op, a.buffers), attention_shape(a.op),
-                        a.stream);
-     }},
-    {"silu-mul",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::SiluMulTile>(silu_mul_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-    {"residual-add",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::ResidualAddTile>(residual_add_layout(a.graph, a.op, a.buffers),
-                                            a.stream);
-     }},
-    {"argmax",
-     [](const LaunchArgs& a) {
-       launch_tiles<tiles::ArgmaxTile>(argmax_layout(a.graph, a.op, a.buffers), a.stream);
-     }},
-};
-
 // Every body whose shared memory can pass the default limit, for prepare_kernels.
 template <class... Bodies>
 void raise_all() {
@@ -228,19 +102,20 @@ void prepare_kernels() {
 void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
                LinearProvider provider, KernelContext* context) {
   const Op& o = graph.op(op);
-  const bool cublas = provider == LinearProvider::cublaslt &&
-                      (o.kind->name() == "linear" || o.kind->name() == "lm-head");
+  const bool lm_head = o.kind->name() == "lm-head";
   // cuBLASLt takes any tiling; our bodies need theirs.
-  if (!cublas) {
-    if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
-  }
-  for (const KindLauncher& k : kLaunchers) {
-    if (k.kind == o.kind->name()) {
-      return k.launch(LaunchArgs{graph, o, buffers, stream, provider, context});
+  if (provider == LinearProvider::cublaslt && (lm_head || o.kind->name() == "linear")) {
+    if (context == nullptr) {
+      throw Error("op " + o.name + ": the cuBLASLt provider needs a KernelContext");
     }
+    const auto l = linear_layout(graph, o, buffers);  // pointers only; dtype unused
+    context->lt_matmul(l.x, l.w, l.y, o.tiling.rows, l.n, l.k, lm_head, stream);
+    return;
   }
-  throw Error("op " + o.name + ": no conventional kernel for op kind '" +
-              std::string(o.kind->name()) + "'");
+  if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
+  visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
+    launch_tiles<Body>(layout, stream);
+  });
 }
 
 // ---- cuBLASLt ------------------------------------------------------------------------------

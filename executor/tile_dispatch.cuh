@@ -1,0 +1,107 @@
+// From an op to its tile body type: the one place that picks a body for an op kind and tile
+// shape. The conventional kernels launch the body it names; megakernel regions describe it.
+//
+//   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
+//     ...  // Body is e.g. tiles::LinearGemvTile<16, 1, bf16>
+//   });
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "executor/op_support.h"
+#include "executor/stage_buffers.h"
+#include "executor/tile_layouts.cuh"
+#include "model/error.h"
+#include "model/graph.h"
+
+namespace megacut::executor {
+namespace dispatch_detail {
+
+template <class Body, class Visit>
+decltype(auto) call(Visit& visit, const typename Body::Layout& layout) {
+  return visit.template operator()<Body>(layout);
+}
+
+template <typename OutT, class Visit>
+decltype(auto) linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, Visit& visit) {
+  using namespace tiles;
+  auto gemv = [&]<int kCols>() -> decltype(auto) {
+    if (s.m_tiles == 1) return call<LinearGemvTile<kCols, 1, OutT>>(visit, l);
+    if (s.m_tiles == 2) return call<LinearGemvTile<kCols, 2, OutT>>(visit, l);
+    return call<LinearGemvTile<kCols, 4, OutT>>(visit, l);
+  };
+  auto body = [&]<int kCols>() -> decltype(auto) {
+    if (s.mma) return call<LinearMmaTile<kCols, OutT>>(visit, l);
+    return gemv.template operator()<kCols>();
+  };
+  switch (s.cols) {
+    case 16:
+      return body.template operator()<16>();
+    case 32:
+      return body.template operator()<32>();
+    case 64:
+      return body.template operator()<64>();
+    default:
+      return body.template operator()<128>();
+  }
+}
+
+template <int kHeadDim, class Visit>
+decltype(auto) attention_hd(const tiles::AttentionLayout& l, const AttentionShape& s,
+                            Visit& visit) {
+  using namespace tiles;
+  if (!s.decode) return call<AttentionPrefillTile<kHeadDim>>(visit, l);
+  switch (s.max_group) {
+    case 1:
+      return call<AttentionDecodeTile<kHeadDim, 1>>(visit, l);
+    case 2:
+      return call<AttentionDecodeTile<kHeadDim, 2>>(visit, l);
+    case 4:
+      return call<AttentionDecodeTile<kHeadDim, 4>>(visit, l);
+    default:
+      return call<AttentionDecodeTile<kHeadDim, 8>>(visit, l);
+  }
+}
+
+template <class Visit>
+decltype(auto) attention(const tiles::AttentionLayout& l, const AttentionShape& s, Visit& visit) {
+  switch (s.head_dim) {
+    case 16:
+      return attention_hd<16>(l, s, visit);
+    case 32:
+      return attention_hd<32>(l, s, visit);
+    case 64:
+      return attention_hd<64>(l, s, visit);
+    default:
+      return attention_hd<128>(l, s, visit);
+  }
+}
+
+}  // namespace dispatch_detail
+
+// Calls visit.template operator()<Body>(layout) with op `op`'s tile body and its layout. The op
+// must pass can_implement (op_support.h); an unknown kind throws.
+template <class Visit>
+decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers& b,
+                               Visit&& visit) {
+  using namespace dispatch_detail;
+  const model::Op& o = g.op(op);
+  const std::string_view kind = o.kind->name();
+  if (kind == "embedding") return call<tiles::EmbeddingTile>(visit, embedding_layout(g, o, b));
+  if (kind == "rmsnorm") return call<tiles::RmsNormTile>(visit, rmsnorm_layout(g, o, b));
+  if (kind == "linear") return linear(linear_layout(g, o, b), linear_shape(o), visit);
+  if (kind == "lm-head") return linear(lm_head_layout(g, o, b), linear_shape(o), visit);
+  if (kind == "qk-norm") return call<tiles::QkNormTile>(visit, qk_norm_layout(g, o, b));
+  if (kind == "rope") return call<tiles::RopeTile>(visit, rope_layout(g, o, b));
+  if (kind == "kv-append") return call<tiles::KvAppendTile>(visit, kv_append_layout(g, o, b));
+  if (kind == "attention") return attention(attention_layout(g, o, b), attention_shape(o), visit);
+  if (kind == "silu-mul") return call<tiles::SiluMulTile>(visit, silu_mul_layout(g, o, b));
+  if (kind == "residual-add") {
+    return call<tiles::ResidualAddTile>(visit, residual_add_layout(g, o, b));
+  }
+  if (kind == "argmax") return call<tiles::ArgmaxTile>(visit, argmax_layout(g, o, b));
+  throw Error("op " + o.name + ": no tile body for op kind '" + std::string(kind) + "'");
+}
+
+}  // namespace megacut::executor
