@@ -23,6 +23,7 @@ struct RunCommandOptions {
   int runs = 50;
   int warmup = 5;
   std::string provider = "ours";
+  bool pdl = false;
   std::string weights_dir;
   uint64_t seed = 0;
   std::string json_path;
@@ -119,6 +120,7 @@ void run(const RunCommandOptions& o) {
   options.runs = o.runs;
   options.warmup = o.warmup;
   options.provider = provider;
+  options.pdl = o.pdl;
   options.composition = composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
@@ -139,8 +141,10 @@ void run(const RunCommandOptions& o) {
               m.device.c_str(), m.provider.c_str(), checkpoint.weights.source().c_str(),
               format_bytes(checkpoint.weights.total_bytes()).c_str(),
               format_bytes(runner.device_bytes()).c_str());
-  std::printf("each stage one CUDA graph; %d warm-up runs, %d timed runs (CUDA events)\n", m.warmup,
-              o.runs);
+  std::printf(
+      "each stage one CUDA graph; Programmatic Dependent Launch %s; %d warm-up runs, %d timed "
+      "runs (CUDA events)\n",
+      m.pdl ? "on" : "off", m.warmup, o.runs);
   print_region_configs(runner);
   print_stats("TTFO", m.ttfo);
   print_stats("decode step", m.decode_step);
@@ -171,6 +175,8 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--warmup", o->warmup, "Warm-up runs")->capture_default_str();
   cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")
       ->capture_default_str();
+  cmd->add_flag("--pdl", o->pdl,
+                "Launch our kernels with Programmatic Dependent Launch (cuBLASLt's stay plain)");
   cmd->add_option("--json", o->json_path, "Write measurement.json here");
   cmd->add_option("--save-weights", o->save_weights_dir,
                   "Save the weights as a Hugging Face checkpoint directory");

@@ -1,5 +1,7 @@
 // The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; launch_op
-// picks the body for an op from its kind and tile shape (tile_dispatch.cuh).
+// picks the body for an op from its kind and tile shape (tile_dispatch.cuh). Each kernel first
+// waits for the kernel before it and, its tile done, lets the one after it launch, which does
+// nothing unless they are launched with Programmatic Dependent Launch (grid_dependency.cuh).
 #include <cublasLt.h>
 
 #include <map>
@@ -9,6 +11,8 @@
 
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
+#include "executor/grid_dependency.cuh"
+#include "executor/launch.h"
 #include "executor/tile_dispatch.cuh"
 #include "executor/tile_layouts.cuh"
 #include "model/error.h"
@@ -35,7 +39,11 @@ template <class Body>
 __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
     tile_kernel(const typename Body::Layout layout) {
   extern __shared__ __align__(128) char smem[];
+  wait_for_prior_grids();
   Body::run(layout, blockIdx.x, smem);
+  // After the work, not before: a dependent launched early holds SM resources while it waits,
+  // which a kernel of several waves of CTAs still needs.
+  allow_dependent_launch();
 }
 
 constexpr int kDefaultSmemBytes = 48 * 1024;
@@ -55,12 +63,13 @@ void raise_smem_limit() {
 }
 
 template <class Body>
-void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream) {
+void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool pdl) {
   const int smem_bytes = Body::smem_bytes(layout);
   if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
   const long long tiles = layout.grid.count();
-  tile_kernel<Body><<<static_cast<unsigned>(tiles), Body::kThreads, smem_bytes, stream>>>(layout);
-  CUDA_CHECK(cudaGetLastError());
+  const KernelLaunch launch(static_cast<unsigned>(tiles), Body::kThreads,
+                            static_cast<size_t>(smem_bytes), stream, pdl);
+  CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout));
 }
 
 // Every body whose shared memory can pass the default limit, for prepare_kernels.
@@ -100,7 +109,7 @@ void prepare_kernels() {
 }
 
 void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
-               LinearProvider provider, KernelContext* context) {
+               LinearProvider provider, KernelContext* context, bool pdl) {
   const Op& o = graph.op(op);
   const bool lm_head = o.kind->name() == "lm-head";
   // cuBLASLt takes any tiling; our bodies need theirs.
@@ -114,7 +123,7 @@ void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStre
   }
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
-    launch_tiles<Body>(layout, stream);
+    launch_tiles<Body>(layout, stream, pdl);
   });
 }
 

@@ -23,8 +23,7 @@ struct Driver {
   CUresult (*func_get_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*occupancy)(int*, CUfunction, int, size_t) = nullptr;
-  CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
 };
 
@@ -47,7 +46,7 @@ const Driver& driver() {
     entry("cuFuncGetAttribute", d.func_get_attribute);
     entry("cuFuncSetAttribute", d.func_set_attribute);
     entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", d.occupancy);
-    entry("cuLaunchKernel", d.launch_kernel);
+    entry("cuLaunchKernelEx", d.launch_kernel_ex);
     entry("cuGetErrorString", d.get_error_string);
     return d;
   }();
@@ -160,7 +159,7 @@ struct MegakernelRegion::Impl {
   DeviceArray<char> layouts;
   DeviceArray<mk::Task> tasks;
   DeviceArray<int> queue_begin, deps;
-  DeviceArray<unsigned long long> counters, epoch;
+  DeviceArray<unsigned long long> counters, arrivals;
   DeviceArray<mk::ErrorRecord> error;
   DeviceArray<mk::TaskTiming> timings;
   mk::Params params{};
@@ -251,7 +250,7 @@ struct MegakernelRegion::Impl {
     queue_begin = DeviceArray<int>(table.queue_begin);
     deps = DeviceArray<int>(table.deps);
     counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.task_count));
-    epoch = DeviceArray<unsigned long long>(1);
+    arrivals = DeviceArray<unsigned long long>(1);
     error = DeviceArray<mk::ErrorRecord>(1);
     if (options.timing) timings = DeviceArray<mk::TaskTiming>(table.task_count);
     params.layouts = layouts.get();
@@ -259,7 +258,7 @@ struct MegakernelRegion::Impl {
     params.queue_begin = queue_begin.get();
     params.deps = deps.get();
     params.counters = counters.get();
-    params.epoch = epoch.get();
+    params.arrivals = arrivals.get();
     params.error = error.get();
     params.timings = timings.get();
     params.watchdog_polls = options.watchdog_polls;
@@ -309,13 +308,21 @@ MegakernelRegion::~MegakernelRegion() = default;
 
 void MegakernelRegion::launch(cudaStream_t stream) {
   Impl& m = *impl_;
-  launch_epoch_bump(m.epoch.get(), stream);
+  CUlaunchAttribute pdl{};
+  pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  pdl.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(m.config.grid);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(m.config.block_threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(m.config.dynamic_smem_bytes);
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  config.attrs = m.options.pdl ? &pdl : nullptr;
+  config.numAttrs = m.options.pdl ? 1 : 0;
   void* args[] = {&m.params};
-  cu_check(driver().launch_kernel(m.function, static_cast<unsigned>(m.config.grid), 1, 1,
-                                  static_cast<unsigned>(m.config.block_threads), 1, 1,
-                                  static_cast<unsigned>(m.config.dynamic_smem_bytes),
-                                  reinterpret_cast<CUstream>(stream), args, nullptr),
-           "cuLaunchKernel", m.name);
+  cu_check(driver().launch_kernel_ex(&config, m.function, args, nullptr), "cuLaunchKernelEx",
+           m.name);
 }
 
 void MegakernelRegion::check(cudaStream_t stream) {

@@ -1,8 +1,9 @@
 // A persistent megakernel region: ops [op_begin, op_end) of a stage graph run as one launch of
 // at most one CTA per SM, each CTA walking its queue of model::make_schedule (the schedule the
 // simulator models). Tasks wait on monotonic, run-scaled counters (one per task) under a
-// watchdog; the run index lives on the device and a tiny kernel bumps it before each launch,
-// so a captured CUDA graph replays correctly without resetting anything.
+// watchdog; the run index lives on the device, counted from the CTAs that arrive (launch n's CTAs
+// find n * grid to (n + 1) * grid - 1 arrivals before their own), so a captured CUDA graph
+// replays correctly without resetting anything, one kernel per region.
 //
 // The kernel holds only the region's tile bodies; it is generated and compiled with NVRTC at
 // construction (executor/megakernel_codegen.h, cached on disk) and launched through the driver
@@ -30,6 +31,10 @@ struct RegionOptions {
   uint64_t watchdog_polls = uint64_t{1} << 22;
   bool timing = false;  // compile in per-task %globaltimer records (read_timings)
   int max_ctas = 0;     // cap on the grid below one CTA per SM; 0: no cap
+  // Launch the region with Programmatic Dependent Launch (cuLaunchKernelEx's programmatic stream
+  // serialization): it may start while the kernel before it drains. The kernel is the same
+  // either way.
+  bool pdl = false;
 };
 
 // The configuration the region really runs with, to check the simulator's prediction of it.
@@ -75,8 +80,9 @@ class MegakernelRegion {
   MegakernelRegion(const MegakernelRegion&) = delete;
   MegakernelRegion& operator=(const MegakernelRegion&) = delete;
 
-  // Bumps the run index, then launches the region on `stream`. Never synchronizes, allocates
-  // nothing: capturable into a CUDA graph.
+  // Launches the region on `stream` (with Programmatic Dependent Launch where options.pdl); its
+  // CTAs take the run index from the arrival count. Never synchronizes, allocates nothing:
+  // capturable into a CUDA graph.
   void launch(cudaStream_t stream);
   // Waits for `stream`; throws megacut::Error naming the region, SM, block and task when a
   // watchdog fired since the last check (and clears the record).

@@ -41,12 +41,12 @@ struct TaskTiming {
 };
 
 struct Params {
-  const char* layouts;              // layout structs, 16-byte aligned each
-  const Task* tasks;                // queue after queue
-  const int* queue_begin;           // (gridDim.x + 1): queue q is tasks[queue_begin[q], [q+1])
-  const int* deps;                  // region-local task indices
-  unsigned long long* counters;     // one per task, monotonic: the run index once done
-  const unsigned long long* epoch;  // the run index, bumped before each launch
+  const char* layouts;           // layout structs, 16-byte aligned each
+  const Task* tasks;             // queue after queue
+  const int* queue_begin;        // (gridDim.x + 1): queue q is tasks[queue_begin[q], [q+1])
+  const int* deps;               // region-local task indices
+  unsigned long long* counters;  // one per task, monotonic: the run index once done
+  unsigned long long* arrivals;  // CTAs started over all launches: the run index, times the grid
   ErrorRecord* error;
   TaskTiming* timings;                // one per task, or null
   unsigned long long watchdog_polls;  // polls one wait may make before giving up

@@ -33,8 +33,6 @@ RegionBody describe(const typename Body::Layout& layout) {
   return b;
 }
 
-__global__ void epoch_bump_kernel(unsigned long long* epoch) { *epoch += 1; }
-
 }  // namespace
 
 RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers) {
@@ -44,11 +42,6 @@ RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& bu
       [&]<class Body>(const typename Body::Layout& layout) { return describe<Body>(layout); });
   b.name = tile_body_name(graph, op);
   return b;
-}
-
-void launch_epoch_bump(unsigned long long* epoch, cudaStream_t stream) {
-  epoch_bump_kernel<<<1, 1, 0, stream>>>(epoch);
-  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace megacut::executor

@@ -26,8 +26,4 @@ struct RegionBody {
 // Throws megacut::Error where can_implement fails or a buffer is missing.
 RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers);
 
-// Adds 1 to *epoch on `stream`: the run index a region reads, kept on the device so that a
-// captured CUDA graph replays with a fresh one each time.
-void launch_epoch_bump(unsigned long long* epoch, cudaStream_t stream);
-
 }  // namespace megacut::executor

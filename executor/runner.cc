@@ -116,6 +116,7 @@ nlohmann::json Measurement::to_json() const {
           {"prompt_len", prompt_len},
           {"composition", composition},
           {"provider", provider},
+          {"pdl", pdl},
           {"device", device},
           {"warmup_runs", warmup},
           {"ttfo", model::stats_to_json(ttfo)},
@@ -281,8 +282,8 @@ struct ScenarioRunner::Impl {
       if (!options.composition.stages.empty()) {
         regions = options.composition.regions(stage.graph.stage());
       }
-      stage.launcher = std::make_unique<StageLauncher>(stage.graph, stage.buffers, regions,
-                                                       options.provider, context.get());
+      stage.launcher = std::make_unique<StageLauncher>(
+          stage.graph, stage.buffers, regions, options.provider, context.get(), options.pdl);
     }
     stage.launcher->launch(stream);
   }
@@ -368,6 +369,7 @@ Measurement ScenarioRunner::measure() {
   r.batch = m.scenario.batch;
   r.prompt_len = m.scenario.prompt_len;
   r.provider = std::string(provider_name(m.options.provider));
+  r.pdl = m.options.pdl;
   r.device = m.device_name;
   r.warmup = m.options.warmup;
   r.ttfo = model::compute_stats(ttfo_ms, "ms");
@@ -391,8 +393,17 @@ LinearProvider ScenarioRunner::provider() const { return impl_->options.provider
 void ScenarioRunner::launch_op(int stage, int op) {
   Impl& m = *impl_;
   const Stage& s = m.stage(stage);
-  executor::launch_op(s.graph, op, s.buffers, m.stream, m.options.provider, m.context.get());
+  executor::launch_op(s.graph, op, s.buffers, m.stream, m.options.provider, m.context.get(),
+                      m.options.pdl);
 }
+
+std::unique_ptr<MegakernelRegion> ScenarioRunner::make_region(int stage, int op_begin, int op_end,
+                                                              RegionOptions options) const {
+  const Stage& s = impl_->stage(stage);
+  return std::make_unique<MegakernelRegion>(s.graph, op_begin, op_end, s.buffers, options);
+}
+
+cudaStream_t ScenarioRunner::stream() const { return impl_->stream; }
 
 void ScenarioRunner::capture(int stage) { impl_->capture(impl_->stage(stage)); }
 

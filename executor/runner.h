@@ -30,6 +30,9 @@ struct RunOptions {
   uint64_t token_seed = 1;         // the prompt's random token ids
   int decode_steps = 1;            // KV-cache room for this many generated tokens beyond the prompt
   model::Composition composition;  // how each stage is cut into regions; no stages: all conv
+  // Our kernels (tile kernels and megakernel regions) launched with
+  // Programmatic Dependent Launch; cuBLASLt's never are.
+  bool pdl = false;
 };
 
 // One timed scenario: how it was obtained (provider, composition) and what it measured.
@@ -39,6 +42,7 @@ struct Measurement {
   int64_t prompt_len = 0;
   std::string composition;
   std::string provider;
+  bool pdl = false;  // RunOptions::pdl
   std::string device;
   int warmup = 0;
   model::LatencyStats ttfo;         // ms: prefill through the first token
@@ -76,8 +80,14 @@ class ScenarioRunner {
   int stage_count() const;
   const model::Graph& stage_graph(int stage) const;
   LinearProvider provider() const;
-  // Launches one op of a stage on the runner's stream, outside any graph; does not wait.
+  // Launches one op of a stage on the runner's stream, outside any graph (with PDL where
+  // RunOptions::pdl); does not wait.
   void launch_op(int stage, int op);
+  // A persistent region of ops [op_begin, op_end) of the stage over the stage's buffers,
+  // outside the composition, for standalone task benchmarks; launch it on stream().
+  std::unique_ptr<MegakernelRegion> make_region(int stage, int op_begin, int op_end,
+                                                RegionOptions options) const;
+  cudaStream_t stream() const;
   // Captures the stage's CUDA graph unless already captured, after one eager run of the stage
   // so that cuBLASLt picks its plans outside the capture.
   void capture(int stage);

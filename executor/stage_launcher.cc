@@ -6,12 +6,13 @@ namespace megacut::executor {
 
 StageLauncher::StageLauncher(const model::Graph& graph, const StageBuffers& buffers,
                              std::vector<model::Region> regions, LinearProvider provider,
-                             KernelContext* context, RegionOptions mk_options)
+                             KernelContext* context, bool pdl, RegionOptions mk_options)
     : graph_(graph),
       buffers_(buffers),
       regions_(std::move(regions)),
       provider_(provider),
-      context_(context) {
+      context_(context),
+      pdl_(pdl) {
   if (regions_.empty()) regions_.push_back({model::RegionKind::conv, 0, graph.op_count()});
   int next = 0;
   for (size_t i = 0; i < regions_.size(); ++i) {
@@ -26,6 +27,7 @@ StageLauncher::StageLauncher(const model::Graph& graph, const StageBuffers& buff
     if (r.kind == model::RegionKind::mk) {
       RegionOptions o = mk_options;
       o.region_id = static_cast<int>(i);
+      o.pdl = pdl;
       mk_.push_back(std::make_unique<MegakernelRegion>(graph, r.begin, r.end, buffers, o));
     } else {
       mk_.push_back(nullptr);
@@ -46,7 +48,7 @@ void StageLauncher::launch(cudaStream_t stream) {
       continue;
     }
     for (int op = regions_[i].begin; op < regions_[i].end; ++op) {
-      launch_op(graph_, op, buffers_, stream, provider_, context_);
+      launch_op(graph_, op, buffers_, stream, provider_, context_, pdl_);
     }
   }
 }

@@ -1,7 +1,8 @@
 // One stage of a composition: its regions in order, conv regions as one launch_op per op and
 // mk regions as one MegakernelRegion launch each. launch() allocates nothing and never waits,
 // so the runner captures a whole stage into one CUDA graph; check() reports a region whose
-// watchdog fired.
+// watchdog fired. With `pdl` every kernel of ours (tile kernels, regions) is
+// launched with Programmatic Dependent Launch; cuBLASLt's are not.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,7 +21,7 @@ class StageLauncher {
   // `graph`, `buffers` and `context` must outlive the launcher. Compiles every mk region now.
   StageLauncher(const model::Graph& graph, const StageBuffers& buffers,
                 std::vector<model::Region> regions, LinearProvider provider, KernelContext* context,
-                RegionOptions mk_options = {});
+                bool pdl = false, RegionOptions mk_options = {});
   ~StageLauncher();
 
   void launch(cudaStream_t stream);
@@ -35,6 +36,7 @@ class StageLauncher {
   std::vector<model::Region> regions_;
   LinearProvider provider_;
   KernelContext* context_;
+  bool pdl_;
   std::vector<std::unique_ptr<MegakernelRegion>> mk_;  // by region; null for conv regions
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: configure, build, run every GPU test and the benchmarks, write logs and
 # JSON under OUT_DIR (first argument, else $OUT, else build/gpu-check), and print a short
-# summary table last. Steps named in MEGACUT_GPU_STEPS (space-separated) run alone.
+# summary table last. Steps named in MEGACUT_GPU_STEPS (space-separated) run alone; the slow
+# compute-sanitizer step runs only when named there (e.g. "configure build sanitize").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-${OUT:-$root/build/gpu-check}}
@@ -40,10 +41,16 @@ for bench in "$build"/executor/bench_*; do
 done
 if [[ -x "$build/app/megacut" ]] && "$build/app/megacut" run --help >/dev/null 2>&1; then
   step bench-conventional bash "$root/scripts/bench-conventional.sh" "$build/app/megacut" "$out"
+  step bench-compositions bash "$root/scripts/bench-compositions.sh" "$build/app/megacut" "$out"
   for model in llama-3.2-1b qwen3-0.6b; do
     step "transformers-$model" python3 "$root/scripts/check_against_transformers.py" \
       --megacut "$build/app/megacut" --model "$model" --batch 4 --out "$out/check-$model.json"
   done
+fi
+
+# compute-sanitizer takes long: only when MEGACUT_GPU_STEPS names it.
+if [[ " ${MEGACUT_GPU_STEPS:-} " == *" sanitize "* ]]; then
+  step sanitize bash "$root/scripts/sanitize.sh" "$build" "$out"
 fi
 
 echo

@@ -1,8 +1,9 @@
 // Persistent megakernel regions. Host-only (run everywhere): the deadlock check accepts every
 // make_schedule table and rejects planted bad ones; a region's generated kernel compiles with
-// NVRTC and lands in the cache. GPU: random compositions compute what all-conventional
-// computes, a planted hang ends in a watchdog error (not a GPU hang), and CUDA-graph replays
-// stay correct without resetting counters.
+// NVRTC and lands in the cache, waits for the kernel before it first, and no body of the
+// bundled models needs a block wider than 256 threads. GPU: random compositions compute what
+// all-conventional computes, a planted hang ends in a watchdog error (not a GPU hang), and
+// CUDA-graph replays stay correct without resetting counters.
 //
 // Tolerance: regions run the very tile bodies, compiled by the same NVVM with the same
 // arithmetic flags, on the same tiles in the same per-tile order, so logits are expected
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include <thread>
 
 #include "executor/megakernel.h"
+#include "executor/megakernel_bodies.h"
 #include "executor/megakernel_codegen.h"
 #include "executor/megakernel_schedule.h"
 #include "executor/runner.h"
@@ -29,6 +32,7 @@
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/random_composition.h"
 #include "model/schedule.h"
 
 namespace megacut::executor {
@@ -113,34 +117,46 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   unsetenv("MEGACUT_CACHE_DIR");
 }
 
-// ---- GPU ----------------------------------------------------------------------------------
-
-// Cut candidates: layer starts and attention ops, so regions split layers both at and inside
-// layer boundaries while the number of distinct body sets (kernels to compile) stays small.
-std::vector<int> cut_candidates(const model::Graph& g) {
-  std::vector<int> cuts;
-  for (int op = 1; op < g.op_count(); ++op) {
-    if (g.op(op).layer != g.op(op - 1).layer || g.op(op).kind->name() == "attention") {
-      cuts.push_back(op);
+// A region's block is as wide as its widest body, and its launch bounds cap the registers of
+// every body at 65536 / width: no body of the bundled models may be wider than 256 threads.
+TEST(MegakernelCodegen, EveryBodyFitsA256ThreadBlock) {
+  int checked = 0;
+  for (const char* name : {"llama-3.2-1b", "qwen3-0.6b", "tiny-llama", "tiny-qwen3"}) {
+    for (int64_t batch : {1, 8, 32}) {
+      for (const char* stage : {"prefill", "decode"}) {
+        const model::Graph g = stage_graph(name, batch, 128, stage);
+        StageBuffers fake;  // layouts only hold the pointers
+        fake.tensors.assign(g.tensors().size(), reinterpret_cast<void*>(uintptr_t{1} << 30));
+        fake.op_weights.assign(g.op_count(), reinterpret_cast<void*>(uintptr_t{1} << 31));
+        for (int op = 0; op < g.op_count(); ++op) {
+          const RegionBody body = region_body(g, op, fake);
+          EXPECT_LE(body.threads, 256) << name << " batch " << batch << " " << stage << " op "
+                                       << g.op(op).name << ": " << body.name;
+          ++checked;
+        }
+      }
     }
   }
-  return cuts;
+  EXPECT_GT(checked, 0);
 }
 
-std::vector<model::Region> random_regions(const model::Graph& g, std::mt19937& rng) {
-  std::vector<int> cuts = cut_candidates(g);
-  std::shuffle(cuts.begin(), cuts.end(), rng);
-  cuts.resize(std::min<size_t>(cuts.size(), std::uniform_int_distribution<size_t>(0, 3)(rng)));
-  cuts.push_back(0);
-  cuts.push_back(g.op_count());
-  std::sort(cuts.begin(), cuts.end());
-  std::vector<model::Region> regions;
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const bool mk = std::bernoulli_distribution(0.6)(rng);
-    regions.push_back({mk ? model::RegionKind::mk : model::RegionKind::conv, cuts[i], cuts[i + 1]});
-  }
-  return regions;
+// Launched with Programmatic Dependent Launch, a region must wait for the kernel before it
+// before touching anything (its arrival count first); its launch bounds follow its block width.
+TEST(MegakernelCodegen, RegionKernelWaitsForPriorGridsFirst) {
+  const model::Graph g = stage_graph("tiny-llama", 1, 16, "decode");
+  const std::string source = region_kernel_source(region_body_names(g, 0, g.op_count()), false);
+  const size_t kernel = source.find("megacut_region_kernel(");
+  const size_t wait = source.find("wait_for_prior_grids();", kernel);
+  const size_t arrivals = source.find("p.arrivals", kernel);
+  ASSERT_NE(kernel, std::string::npos);
+  ASSERT_NE(wait, std::string::npos);
+  ASSERT_NE(arrivals, std::string::npos);
+  EXPECT_LT(wait, arrivals);
+  EXPECT_LT(wait, source.find("p.queue_begin", kernel));
+  EXPECT_NE(source.find("__launch_bounds__(megacut_region::kBlockThreads, 1)"), std::string::npos);
 }
+
+// ---- GPU ----------------------------------------------------------------------------------
 
 struct ModelCase {
   model::ModelSpec spec;
@@ -158,9 +174,9 @@ ModelCase model_case(const char* name, int64_t batch, int64_t prompt) {
 }
 
 model::Composition random_composition(const ModelCase& c, std::mt19937& rng) {
-  model::Composition comp;
-  for (const model::Graph& g : c.graphs) comp.stages.push_back({g.stage(), random_regions(g, rng)});
-  return comp;
+  std::vector<const model::Graph*> stages;
+  for (const model::Graph& g : c.graphs) stages.push_back(&g);
+  return model::random_composition(stages, rng);
 }
 
 // Compiles every region kernel the compositions need, in parallel, into the cache: the runners
