@@ -1,15 +1,14 @@
 // megacut profile: measures what the simulator may use (profile.json, "megacut.profile/1") for a
-// model on this GPU: the all-conventional stage graphs traced with CUPTI at each batch size, and
-// the micro-benchmarks of boundaries and counters. A progress line shows where the sweep is when
-// stdout is a terminal.
-#include <unistd.h>
-
+// model on this GPU: the all-conventional stage graphs traced with CUPTI at each batch size, each
+// op alone (its kernel, and its tasks in persistent regions), and the micro-benchmarks of
+// boundaries and counters. A progress line shows where the sweep is when stdout is a terminal.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/terminal.h"
 #include "model/error.h"
 #include "profiler/profiler.h"
 
@@ -27,40 +26,14 @@ struct ProfileCommandOptions {
   int warmup = 10;
   int micro_launches = 50;
   uint64_t seed = 0;
+  int standalone_runs = 5;
+  std::vector<int> task_ctas;
+  bool no_task_benchmarks = false;
 };
 
-// Lines for the log, and one progress line kept at the bottom on a terminal.
-class Terminal {
- public:
-  Terminal() : live_(isatty(fileno(stdout)) != 0) {}
-  ~Terminal() { clear(); }
-
-  void line(const std::string& text) {
-    clear();
-    std::printf("%s\n", text.c_str());
-    std::fflush(stdout);
-  }
-  void progress(const std::string& text) {
-    if (!live_) return;
-    std::printf("\r\033[K%s", text.c_str());
-    std::fflush(stdout);
-    shown_ = true;
-  }
-  void clear() {
-    if (!shown_) return;
-    std::printf("\r\033[K");
-    std::fflush(stdout);
-    shown_ = false;
-  }
-
- private:
-  bool live_;
-  bool shown_ = false;
-};
-
-std::string printf_string(const char* format, auto... args) {
-  char text[512];
-  std::snprintf(text, sizeof text, format, args...);
+std::string join(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
   return text;
 }
 
@@ -80,6 +53,17 @@ void print_micro(Terminal& t, const profiler::MicroResult& m) {
   for (const auto& [label, s] : rows) {
     t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld", label, s->p50, s->p95,
                          s->mean, s->stdev, static_cast<long long>(s->count)));
+  }
+  if (const auto& s = m.micro.dependency_check_round_ns) {
+    t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld",
+                         "dependency check, one round per block", s->p50, s->p95, s->mean, s->stdev,
+                         static_cast<long long>(s->count)));
+  }
+  for (const simulator::GraphLaunchPoint& g : m.micro.graph_launch_by_nodes) {
+    const model::LatencyStats& s = g.launch_ns;
+    t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld",
+                         ("graph launch, " + std::to_string(g.nodes) + " nodes").c_str(), s.p50,
+                         s.p95, s.mean, s.stdev, static_cast<long long>(s.count)));
   }
 }
 
@@ -107,6 +91,11 @@ void print_batch(Terminal& t, const profiler::BatchSummary& b) {
   if (added > 3.0) {
     t.line(printf_string("  note: tracing added %.1f%% to TTFO p50 (goal: 3%% or less)", added));
   }
+  if (b.task_regions > 0) {
+    t.line(printf_string(
+        "  task benchmarks: %d single-op regions in %.1f s (%d kernels compiled, %.1f s of NVRTC)",
+        b.task_regions, b.task_seconds, b.task_kernels_compiled, b.task_compile_seconds));
+  }
 }
 
 void run(const ProfileCommandOptions& o) {
@@ -127,6 +116,15 @@ void run(const ProfileCommandOptions& o) {
   options.runs = o.runs;
   options.warmup = o.warmup;
   options.micro.launches = o.micro_launches;
+  if (o.standalone_runs < 1) throw Error("--standalone-runs: must be at least 1");
+  options.standalone_runs = o.standalone_runs;
+  options.task_benchmarks = !o.no_task_benchmarks;
+  for (size_t i = 0; i < o.task_ctas.size(); ++i) {
+    if (o.task_ctas[i] < 1 || (i > 0 && o.task_ctas[i] <= o.task_ctas[i - 1])) {
+      throw Error("--task-ctas: CTA counts must be positive and increase");
+    }
+  }
+  options.tasks.ctas = o.task_ctas;
   options.seed = o.seed;
   options.out = o.out;
   options.trace = o.trace;
@@ -150,7 +148,13 @@ void run(const ProfileCommandOptions& o) {
   terminal.line("megacut profile: " + o.model + ", prompt " + std::to_string(o.prompt_len) +
                 " tokens, provider " + o.provider + "; each stage one CUDA graph, " +
                 std::to_string(o.warmup) + " warm-up and " + std::to_string(o.runs) +
-                " timed replays untraced (CUDA events), then traced (CUPTI)");
+                " timed replays untraced (CUDA events), then traced (CUPTI); each op's kernel " +
+                std::to_string(o.standalone_runs) + " times alone, cold and warm; " +
+                (o.no_task_benchmarks ? std::string("no task benchmarks")
+                                      : "each op's tasks alone in persistent regions of " +
+                                            (o.task_ctas.empty() ? std::string("1, sm/4, sm/2, sm")
+                                                                 : join(o.task_ctas)) +
+                                            " CTAs"));
   const simulator::Profile profile = profiler::run_profile(options, listener);
   terminal.line("profile written to " + o.out + " (" + std::string(simulator::kProfileSchema) +
                 ", batches " + std::to_string(profile.batches.size()) +
@@ -162,7 +166,9 @@ void run(const ProfileCommandOptions& o) {
 void add_profile_command(CLI::App& root) {
   auto o = std::make_shared<ProfileCommandOptions>();
   CLI::App* cmd = root.add_subcommand(
-      "profile", "Trace a model's conventional graphs and run the micro-benchmarks (profile.json)");
+      "profile",
+      "Trace a model's conventional graphs, benchmark each op alone, run the micro-benchmarks "
+      "(profile.json)");
   cmd->add_option("--model,-m", o->model, "Bundled model name, config.json, or checkpoint dir")
       ->required();
   cmd->add_option("--batch,-b", o->batches, "Batch sizes, e.g. 1,2,4,8,16,32")
@@ -180,6 +186,14 @@ void add_profile_command(CLI::App& root) {
   cmd->add_option("--micro-launches", o->micro_launches, "Traced launches of each micro-benchmark")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--standalone-runs", o->standalone_runs,
+                  "Launches of each op's kernel alone, cold (after an L2 flush) and warm")
+      ->capture_default_str();
+  cmd->add_option("--task-ctas", o->task_ctas,
+                  "CTA counts of the task benchmarks (default: 1, a quarter, half, all SMs)")
+      ->delimiter(',');
+  cmd->add_flag("--no-task-benchmarks", o->no_task_benchmarks,
+                "Leave out the task benchmarks (the simulator then predicts conv regions only)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -144,7 +144,7 @@ void add_simulate_command(CLI::App& root) {
   cmd->add_flag("--allow-interpolate", opt->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");
   cmd->add_flag("--pdl", opt->pdl,
-                "Region boundaries next to mk regions use Programmatic Dependent Launch");
+                "Our kernels launch with Programmatic Dependent Launch (as megacut run --pdl)");
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,14 +17,22 @@
 namespace megacut::profiler {
 namespace {
 
-// Which micro-benchmark a tagged launch belongs to (Tag::stage).
+// Which micro-benchmark a tagged launch belongs to (Tag::stage); the launch sweep's graph sizes
+// take LaunchSweep::kLaunchSweepTag + their index.
 enum Bench : int { kPlainChain = 0, kPdlChain = 1, kRegion = 2 };
+static_assert(LaunchSweep::kLaunchSweepTag > kRegion);
 
 constexpr int kChainKernels = 32;
+// Graph sizes of the launch sweep: from one node to past the largest stage graphs of the
+// bundled models (a few hundred kernels).
+constexpr int kLaunchSweepNodes[] = {1, 16, 64, 128, 256, 512};
 constexpr int kChainThreads = 32;
 constexpr int kRegionThreads = 128;
 constexpr int kRegionTasks = 4;
 constexpr int kPingPongBatches = 100;
+constexpr int kDependencyCheckThreads = 256;  // the widest tile body's block
+constexpr int kDependencyCheckRounds = 16;
+constexpr int kDependencyCheckBatches = 100;
 constexpr int kRoundTripsPerBatch = 100;
 constexpr int kTickReads = 1 << 16;
 
@@ -54,6 +63,11 @@ __global__ void chain_kernel(ChainLayout l, int index) {
   }
   __syncthreads();
   if (threadIdx.x == 0) l.exit_ns[index] = globaltimer();
+}
+
+// One node of the launch sweep's chains: each increments the word the one before incremented.
+__global__ void sweep_kernel(u64* value) {
+  if (threadIdx.x == 0) *value += 1;
 }
 
 // The smallest step %globaltimer takes on this device.
@@ -128,6 +142,30 @@ __global__ void pingpong_kernel(PingPongLayout l) {
     }
     if (ping) l.batch_ns[batch] = globaltimer() - start;
   }
+}
+
+struct DependencyCheckLayout {
+  const uint64_t* counters;  // (kDependencyCheckRounds * kDependencyCheckThreads,) all nonzero
+  u64* batch_ns;             // (kDependencyCheckBatches,) kDependencyCheckRounds rounds each
+  int* missing;              // (1,) rounds that saw a counter at zero (none should)
+};
+
+// One CTA checks already-signalled counters as the region kernel checks a task's dependencies:
+// each thread acquire-loads one counter of the round, then the block's barrier ANDs what they
+// saw; thread 0 times kDependencyCheckRounds rounds at a time.
+__global__ void __launch_bounds__(kDependencyCheckThreads)
+    dependency_check_kernel(DependencyCheckLayout l) {
+  int missing = 0;
+  for (int batch = 0; batch < kDependencyCheckBatches; ++batch) {
+    __syncthreads();
+    const u64 start = globaltimer();
+    for (int r = 0; r < kDependencyCheckRounds; ++r) {
+      const uint64_t* counter = l.counters + r * kDependencyCheckThreads + threadIdx.x;
+      missing += __syncthreads_and(executor::load_acquire(counter) >= 1) ? 0 : 1;
+    }
+    if (threadIdx.x == 0) l.batch_ns[batch] = globaltimer() - start;
+  }
+  if (threadIdx.x == 0) *l.missing = missing;
 }
 
 // ---- host side ---------------------------------------------------------------------------------
@@ -282,6 +320,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   Graph plain, pdl;
   plain.capture(stream, [&] { launch_chain(chain, false, stream); });
   pdl.capture(stream, [&] { launch_chain(chain, true, stream); });
+  LaunchSweep sweep;
 
   // One CTA per SM, if the occupancy API allows one.
   int per_sm = 0;
@@ -312,9 +351,9 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   std::vector<ChainRun> plain_runs, pdl_runs;
   std::vector<RegionRun> region_runs;
   const Event before, after;
-  auto time_plain_launch_ms = [&] {
+  auto time_launch_ms = [&](const Graph& graph) {
     CUDA_CHECK(cudaEventRecord(before.get(), stream));
-    plain.launch(stream);
+    graph.launch(stream);
     CUDA_CHECK(cudaEventRecord(after.get(), stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     float ms = 0;
@@ -323,14 +362,15 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   };
   // Untraced first: tracing slows the launch itself (it instruments each kernel node).
   std::vector<double> untraced_launch_ms;
-  for (int i = 0; i < options.launches; ++i) untraced_launch_ms.push_back(time_plain_launch_ms());
+  for (int i = 0; i < options.launches; ++i) untraced_launch_ms.push_back(time_launch_ms(plain));
+  for (int i = 0; i < options.launches; ++i) sweep.time_round();
   tracer.start();
   try {
     for (int i = 0; i < options.launches; ++i) {
       double ms;
       {
         CuptiTracer::Scope tag(Tag{TagKind::micro, kPlainChain, i});
-        ms = time_plain_launch_ms();
+        ms = time_launch_ms(plain);
       }
       plain_runs.push_back({entry_ns.download(), exit_ns.download(), ms});
     }
@@ -351,6 +391,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
       CUDA_CHECK(cudaStreamSynchronize(stream));
       region_runs.push_back({region_entry.download(), first_task.download(), last_end.download()});
     }
+    for (int i = 0; i < options.launches; ++i) sweep.trace_round(i);
   } catch (...) {
     tracer.stop();
     throw;
@@ -405,6 +446,10 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
       "span of its " +
       std::to_string(kChainKernels) + " chained kernels; " + std::to_string(negatives) +
       " samples below zero counted as 0; traced, " + ns_text(median(traced_launch_ns)) + " (p50)");
+
+  out.micro.graph_launch_by_nodes = sweep.points(tagged);
+  out.notes.push_back("graph launch by nodes (chains of trivial kernels, measured alike), p50: " +
+                      LaunchSweep::describe(out.micro.graph_launch_by_nodes));
   out.micro.kernel_gap_ns = model::compute_stats(gap_ns);
   const double entry_offset = median(entry_offsets), exit_offset = median(exit_offsets);
   const double slack_ns = std::max(1000.0, 2.0 * static_cast<double>(tick_ns));
@@ -514,11 +559,133 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
     one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
   }
   out.micro.counter_signal_to_wait_ns = model::compute_stats(one_way_ns);
+
+  // Dependency checks, untraced: %globaltimer on one SM.
+  {
+    DeviceArray<uint64_t> counters(kDependencyCheckRounds * kDependencyCheckThreads);
+    CUDA_CHECK(cudaMemset(counters.get(), 1,
+                          kDependencyCheckRounds * kDependencyCheckThreads * sizeof(uint64_t)));
+    DeviceArray<u64> check_ns(kDependencyCheckBatches);
+    DeviceArray<int> missing(1);
+    dependency_check_kernel<<<1, kDependencyCheckThreads, 0, stream>>>(
+        DependencyCheckLayout{counters.get(), check_ns.get(), missing.get()});
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (missing.download()[0] != 0) {
+      throw Error("micro-benchmark dependency check: a signalled counter read as zero");
+    }
+    std::vector<double> round_ns;
+    for (u64 ns : check_ns.download()) {
+      round_ns.push_back(static_cast<double>(ns) / kDependencyCheckRounds);
+    }
+    out.micro.dependency_check_round_ns = model::compute_stats(round_ns);
+    out.notes.push_back("dependency check: one CTA of " + std::to_string(kDependencyCheckThreads) +
+                        " threads, " + std::to_string(kDependencyCheckBatches) + " times " +
+                        std::to_string(kDependencyCheckRounds) +
+                        " rounds of one signalled counter per thread and a barrier");
+  }
   out.notes.push_back(
       "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
       std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
       std::to_string(kRoundTripsPerBatch) + "; half a round trip each");
   return out;
+}
+
+// ---- the graph-launch sweep --------------------------------------------------------------------
+
+struct LaunchSweep::Impl {
+  cudaStream_t stream = nullptr;
+  DeviceArray<u64> value{1};
+  std::array<Graph, std::size(kLaunchSweepNodes)> graphs;
+  Event before, after;
+  std::vector<std::vector<double>> untraced_ns;  // (size, round)
+  int traced_rounds = 0;
+
+  Impl() : untraced_ns(graphs.size()) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    for (size_t p = 0; p < graphs.size(); ++p) {
+      graphs[p].capture(stream, [&] {
+        for (int k = 0; k < kLaunchSweepNodes[p]; ++k) {
+          sweep_kernel<<<1, kChainThreads, 0, stream>>>(value.get());
+        }
+        CUDA_CHECK(cudaGetLastError());
+      });
+    }
+    for (int i = 0; i < 3; ++i) {  // warm-up, untraced
+      for (const Graph& graph : graphs) graph.launch(stream);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  ~Impl() { cudaStreamDestroy(stream); }
+
+  // As a stage replay is timed (executor::ScenarioRunner::time_replay_ms).
+  double time_ns(const Graph& graph) {
+    CUDA_CHECK(cudaEventRecord(before.get(), stream));
+    graph.launch(stream);
+    CUDA_CHECK(cudaEventRecord(after.get(), stream));
+    CUDA_CHECK(cudaEventSynchronize(after.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, before.get(), after.get()));
+    return static_cast<double>(ms) * 1e6;
+  }
+};
+
+LaunchSweep::LaunchSweep() : impl_(std::make_unique<Impl>()) {}
+LaunchSweep::~LaunchSweep() = default;
+
+void LaunchSweep::time_round() {
+  for (size_t p = 0; p < impl_->graphs.size(); ++p) {
+    impl_->untraced_ns[p].push_back(impl_->time_ns(impl_->graphs[p]));
+  }
+}
+
+void LaunchSweep::trace_round(int round) {
+  for (size_t p = 0; p < impl_->graphs.size(); ++p) {
+    CuptiTracer::Scope tag(Tag{TagKind::micro, kLaunchSweepTag + static_cast<int>(p), round});
+    impl_->time_ns(impl_->graphs[p]);
+  }
+  ++impl_->traced_rounds;
+}
+
+int64_t LaunchSweep::traced_kernels() const {
+  int64_t nodes = 0;
+  for (int n : kLaunchSweepNodes) nodes += n;
+  return nodes * impl_->traced_rounds;
+}
+
+std::vector<simulator::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels& tagged,
+                                                             int first_round) const {
+  const int rounds = static_cast<int>(impl_->untraced_ns.front().size());
+  if (first_round < 0 || first_round >= rounds || impl_->traced_rounds < rounds) {
+    throw Error("graph launch sweep: " + std::to_string(rounds) + " untraced and " +
+                std::to_string(impl_->traced_rounds) + " traced rounds, from round " +
+                std::to_string(first_round));
+  }
+  std::vector<simulator::GraphLaunchPoint> out;
+  for (size_t p = 0; p < impl_->graphs.size(); ++p) {
+    const int nodes = kLaunchSweepNodes[p];
+    std::vector<double> samples;
+    for (int r = first_round; r < rounds; ++r) {
+      const Tag tag{TagKind::micro, kLaunchSweepTag + static_cast<int>(p), r};
+      const auto& ks = launch_kernels(tagged, tag, static_cast<size_t>(nodes), "sweep_kernel",
+                                      "graph launch sweep");
+      samples.push_back(impl_->untraced_ns[p][r] -
+                        signed_ns(ks.front().start_ns, ks.back().end_ns));
+    }
+    // Below zero where tracing lengthened the chain more than launching it took; the statistics
+    // hold no negative times.
+    int negatives = 0;
+    out.push_back({nodes, model::compute_stats(clamped(samples, &negatives))});
+  }
+  return out;
+}
+
+std::string LaunchSweep::describe(const std::vector<simulator::GraphLaunchPoint>& points) {
+  std::string text;
+  for (const simulator::GraphLaunchPoint& g : points) {
+    text += (text.empty() ? "" : ", ") + std::to_string(g.nodes) + ": " + ns_text(g.launch_ns.p50);
+  }
+  return text;
 }
 
 }  // namespace megacut::profiler

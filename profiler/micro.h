@@ -4,6 +4,8 @@
 // CUPTI, lands where the GPU did:
 //  - graph launch: untraced CUDA events around cudaGraphLaunch (a stage's graph_ns is timed so)
 //    less the traced CUPTI span of the graph's kernels: launch latency plus the end event's tail;
+//    for the plain chain below, and for chains of 1 to 512 trivial kernels (LaunchSweep: the
+//    launch grows with the graph's nodes, and the simulator fits it);
 //  - kernel gap: a CUDA graph of dependent one-CTA kernels, each one's end to the next one's
 //    start (CUPTI), as the conventional trace measures gaps;
 //  - kernel gap with Programmatic Dependent Launch: each kernel lets its dependent launch at once
@@ -16,6 +18,9 @@
 //  - counter signal to wait: two CTAs on different SMs ping-pong a counter through the runtime's
 //    release store and acquire wait (executor/counters.cuh); half the round trip (%globaltimer on
 //    one SM);
+//  - dependency check: one CTA of 256 threads, each acquire-loading one signalled counter per
+//    round and the block's barrier after it, as the region kernel checks a task's dependencies;
+//    the time of one round (%globaltimer on one SM);
 //  - copy bandwidth: executor::measure_copy_bandwidth.
 // CUPTI's GPU timestamps and %globaltimer were seen about 40 µs apart on an H200, so in-kernel
 // times are compared with CUPTI's only if a check on the plain chain finds them in step; if not,
@@ -23,6 +28,7 @@
 // offset affects) is split evenly between launch and drain, and a note says so.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,5 +49,43 @@ struct MicroResult {
 
 // Runs on the current device; opens and closes its own trace windows on `tracer`.
 MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options = {});
+
+// The graph-launch sweep: chains of 1 to 512 trivial kernels, each captured as a CUDA graph and
+// launched alone on an idle stream, as a stage graph is replayed. A round launches each size once,
+// the sizes taking turns. A point (simulator::GraphLaunchPoint) is a size's untraced rounds, each
+// timed with CUDA events around cudaGraphLaunch, less the CUPTI span of its traced rounds' kernels,
+// round by round: what a stage's graph_ns adds to its traced kernels and gaps, per size. What it
+// measures depends on the host as much as on the graph: the GPU starts the first kernel only when
+// the cudaGraphLaunch call returns, and that call's time per node was seen to double for seconds
+// at a time on the same machine; and tracing lengthens each gap (about 0.1 to 0.2 µs), which the
+// difference takes off again. So the profiler runs a round after each replay of a batch's stages,
+// untraced and traced alike, and the sweep sees the host as the replays do.
+class LaunchSweep {
+ public:
+  LaunchSweep();
+  ~LaunchSweep();
+  LaunchSweep(const LaunchSweep&) = delete;
+  LaunchSweep& operator=(const LaunchSweep&) = delete;
+
+  // One untraced round, kept for points().
+  void time_round();
+  // One round of launches tagged Tag{TagKind::micro, kLaunchSweepTag + size index, round}; call it
+  // inside a trace window, rounds numbered from 0 like the untraced ones they pair with.
+  void trace_round(int round);
+  // Kernels of the traced rounds (all of them: count them as the profiler's own).
+  int64_t traced_kernels() const;
+  // One point per size over rounds [first_round, untraced rounds); every traced round must have
+  // been seen by CUPTI (`tagged`), else megacut::Error.
+  std::vector<simulator::GraphLaunchPoint> points(const TaggedKernels& tagged,
+                                                  int first_round = 0) const;
+  // "1: 3392 ns, 16: 3744 ns, ..." (p50s).
+  static std::string describe(const std::vector<simulator::GraphLaunchPoint>& points);
+
+  static constexpr int kLaunchSweepTag = 3;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace megacut::profiler

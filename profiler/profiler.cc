@@ -3,8 +3,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 
+#include "executor/cuda_check.h"
 #include "executor/weights.h"
 #include "model/config.h"
 #include "model/error.h"
@@ -39,6 +41,24 @@ void save(const simulator::Profile& profile, const std::filesystem::path& path) 
   if (error) throw Error(path.string() + ": cannot write the profile: " + error.message());
 }
 
+// The duration of each of `runs` launches of one op (each `per_launch` kernels, in start order):
+// its first kernel's start to its last kernel's end.
+model::LatencyStats standalone_stats(const std::vector<KernelRecord>& kernels, size_t per_launch,
+                                     int runs, const std::string& what) {
+  if (per_launch == 0 || kernels.size() != per_launch * static_cast<size_t>(runs)) {
+    throw Error(what + ": " + std::to_string(kernels.size()) + " kernels in " +
+                std::to_string(runs) + " launches alone, expected " + std::to_string(per_launch) +
+                " each");
+  }
+  std::vector<double> ns;
+  for (size_t i = 0; i < kernels.size(); i += per_launch) {
+    uint64_t end = 0;
+    for (size_t k = i; k < i + per_launch; ++k) end = std::max(end, kernels[k].end_ns);
+    ns.push_back(static_cast<double>(end - kernels[i].start_ns));
+  }
+  return model::compute_stats(ns, "ns");
+}
+
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   if (!out || !(out << text)) throw Error(path.string() + ": cannot write file");
@@ -51,6 +71,8 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
                           const ProfileListener& listener) {
   if (options.runs < 1) throw Error("profile: need at least one timed run");
   if (options.warmup < 0) throw Error("profile: warm-up runs must not be negative");
+  if (options.standalone_runs < 1)
+    throw Error("profile: need at least one launch of each op alone");
   const int stage_count = runner.stage_count();
   if (stage_count != static_cast<int>(scenario.stages.size())) {
     throw Error("profile: the runner has " + std::to_string(stage_count) +
@@ -83,6 +105,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   const int iterations = options.warmup + options.runs;
   std::vector<std::vector<double>> graph_ns(stage_count), traced_graph_ns(stage_count);
   std::vector<double> ttfo_untraced, ttfo_traced;
+  LaunchSweep sweep;
   auto replay_all = [&](bool traced, std::vector<double>& ttfo_ms) {
     for (int it = 0; it < iterations; ++it) {
       double first_output_ms = 0;
@@ -98,6 +121,12 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
         if (it >= options.warmup) (traced ? traced_graph_ns : graph_ns)[s].push_back(ms * 1e6);
         first_output_ms += ms * static_cast<double>(scenario.stages[s].runs_to_first_output);
       }
+      // The graph-launch sweep beside the replays, so that it meets the host as they do.
+      if (traced) {
+        sweep.trace_round(it);
+      } else {
+        sweep.time_round();
+      }
       if (it >= options.warmup) ttfo_ms.push_back(first_output_ms);
       progress(traced ? "traced replays" : "replays (untraced)", it + 1, iterations);
     }
@@ -105,6 +134,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
 
   for (int s = 0; s < stage_count; ++s) runner.capture(s);
   replay_all(false, ttfo_untraced);
+  L2Flush flush;
 
   tracer.start();
   try {
@@ -119,6 +149,25 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     }
     runner.synchronize();
     replay_all(true, ttfo_traced);
+    for (int s = 0; s < stage_count; ++s) {
+      const int ops = static_cast<int>(result.ops[s].ops.size());
+      for (int op = 0; op < ops; ++op) {
+        for (int r = 0; r < options.standalone_runs; ++r) {
+          {
+            CuptiTracer::Scope tag(Tag{TagKind::flush, s, op});
+            flush.run(runner.stream());
+          }
+          {
+            CuptiTracer::Scope tag(Tag{TagKind::standalone_cold, s, op});
+            runner.launch_op(s, op);
+          }
+          CuptiTracer::Scope tag(Tag{TagKind::standalone_warm, s, op});
+          runner.launch_op(s, op);
+        }
+        progress("kernels alone (" + scenario.stages[s].name + ")", op + 1, ops);
+      }
+    }
+    runner.synchronize();
   } catch (...) {
     tracer.stop();
     throw;
@@ -144,6 +193,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
       eager.push_back(tagged.of(Tag{TagKind::op, s, op}));
       mapped += static_cast<int64_t>(eager.back().size());
+      mapped += static_cast<int64_t>(tagged.of(Tag{TagKind::flush, s, op}).size());
     }
     std::vector<std::vector<KernelRecord>> warmup, timed;
     for (int it = 0; it < iterations; ++it) {
@@ -155,6 +205,19 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     if (!warmup.empty()) map_stage(ops, eager, std::move(warmup));
     StageTrace trace = map_stage(ops, eager, std::move(timed));
     trace.profile.graph_ns = model::compute_stats(graph_ns[s], "ns");
+    for (simulator::OpProfile& op : trace.profile.ops) {
+      const size_t per_launch = eager.at(op.index).size();
+      auto alone = [&](TagKind kind) {
+        const std::vector<KernelRecord>& kernels = tagged.of(Tag{kind, s, op.index});
+        mapped += static_cast<int64_t>(kernels.size());
+        result.summary.standalone_kernels += static_cast<int64_t>(kernels.size());
+        return standalone_stats(
+            kernels, per_launch, options.standalone_runs,
+            batch_text + " " + ops.stage + " op " + std::to_string(op.index) + " " + op.name);
+      };
+      op.conv->standalone_cold_ns = alone(TagKind::standalone_cold);
+      op.conv->standalone_warm_ns = alone(TagKind::standalone_warm);
+    }
 
     StageSummary summary;
     summary.stage = ops.stage;
@@ -173,6 +236,13 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     result.profile.stages.push_back(trace.profile);
     result.stages.push_back(std::move(trace));
   }
+  mapped += sweep.traced_kernels();
+  result.summary.launch_sweep_kernels = sweep.traced_kernels();
+  result.profile.graph_launch_by_nodes = sweep.points(tagged, options.warmup);
+  if (listener.note) {
+    listener.note(batch_text + ": graph launch by nodes beside the replays, p50: " +
+                  LaunchSweep::describe(result.profile.graph_launch_by_nodes));
+  }
   if (mapped != result.summary.kernel_records) {
     throw Error(batch_text + ": " + std::to_string(result.summary.kernel_records) +
                 " kernel records, of which " + std::to_string(mapped) +
@@ -180,6 +250,32 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   }
   result.summary.ttfo_untraced_ms = model::compute_stats(ttfo_untraced, "ms");
   result.summary.ttfo_traced_ms = model::compute_stats(ttfo_traced, "ms");
+
+  if (options.task_benchmarks) {
+    const auto start = std::chrono::steady_clock::now();
+    TaskBenchOptions tasks = options.tasks;
+    if (tasks.ctas.empty()) {
+      int device = 0, sms = 0;
+      CUDA_CHECK(cudaGetDevice(&device));
+      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      tasks.ctas = default_task_ctas(sms);
+    }
+    int total = 0, done = 0;
+    for (const StageOps& ops : result.ops) total += static_cast<int>(ops.ops.size());
+    for (int s = 0; s < stage_count; ++s) {
+      for (simulator::OpProfile& op : result.profile.stages[s].ops) {
+        OpTasks measured = benchmark_op_tasks(runner, s, op.index, tasks, flush);
+        result.summary.task_regions += measured.regions;
+        result.summary.task_kernels_compiled += measured.compiled;
+        result.summary.task_compile_seconds += measured.compile_ms / 1e3;
+        op.task_region = measured.region;
+        op.tasks = std::move(measured.tasks);
+        progress("task benchmarks", ++done, total);
+      }
+    }
+    result.summary.task_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   return result;
 }
 
@@ -216,7 +312,6 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
   profile.micro = micro.micro;
   for (const std::string& text : micro.notes) note(text);
   if (listener.micro_done) listener.micro_done(micro);
-  note(kNoTaskBenchmarks);
   save(profile, options.out);
 
   for (const int64_t batch : options.batches) {
@@ -227,8 +322,13 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
       run.warmup = options.warmup;
       run.runs = options.runs;
       executor::ScenarioRunner runner(spec, scenario, weights, run);
-      BatchResult result =
-          profile_batch(runner, scenario, tracer, {options.warmup, options.runs}, listener);
+      BatchOptions batch_options;
+      batch_options.warmup = options.warmup;
+      batch_options.runs = options.runs;
+      batch_options.standalone_runs = options.standalone_runs;
+      batch_options.task_benchmarks = options.task_benchmarks;
+      batch_options.tasks = options.tasks;
+      BatchResult result = profile_batch(runner, scenario, tracer, batch_options, listener);
       profile.batches.push_back(result.profile);
       save(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {

@@ -4,9 +4,9 @@
 // end-to-end time is taken with CUDA events and no tracing, then the same replays run under
 // CUPTI kernel tracing, after one eager launch of each op inside NVTX ranges, and each kernel is
 // mapped to its op (stage_trace.h). The micro-benchmarks come first (micro.h).
-//
-// Task benchmarks (tasks, task_region) need the persistent megakernel runtime, which does not
-// exist yet: they are left out, as the schema allows.
+// Still in the trace window, each op's kernel is launched alone, cold and warm (task_bench.h);
+// then, untraced, each op runs alone as a persistent region at several CTA counts (the task
+// benchmarks, task_bench.h).
 #pragma once
 
 #include <cstdint>
@@ -20,12 +20,10 @@
 #include "profiler/cupti_tracer.h"
 #include "profiler/micro.h"
 #include "profiler/stage_trace.h"
+#include "profiler/task_bench.h"
 #include "simulator/profile.h"
 
 namespace megacut::profiler {
-
-inline constexpr const char* kNoTaskBenchmarks =
-    "task benchmarks: not measured (needs the persistent runtime)";
 
 struct ProfileOptions {
   std::string model;             // bundled name, config.json, or checkpoint directory
@@ -38,6 +36,9 @@ struct ProfileOptions {
   std::filesystem::path out;
   std::filesystem::path trace;  // Chrome trace of the smallest batch's median iteration, if set
   MicroOptions micro;
+  int standalone_runs = 5;  // cold and warm launches of each op's kernel alone
+  bool task_benchmarks = true;
+  TaskBenchOptions tasks;
 };
 
 // What the sweep shows of each batch.
@@ -59,8 +60,14 @@ struct BatchSummary {
   std::vector<StageSummary> stages;
   model::LatencyStats ttfo_untraced_ms;
   model::LatencyStats ttfo_traced_ms;
-  int64_t kernel_records = 0;
+  int64_t kernel_records = 0;        // all of the window's, of which:
+  int64_t launch_sweep_kernels = 0;  // the graph-launch sweep's (micro.h)
+  int64_t standalone_kernels = 0;    // the ops' launches alone, cold and warm
   uint64_t dropped_records = 0;
+  int task_regions = 0;           // single-op regions the task benchmarks built
+  int task_kernels_compiled = 0;  // their kernels not found in the kernel cache
+  double task_compile_seconds = 0;
+  double task_seconds = 0;  // all of the task benchmarks, compiling included
 };
 
 // Callbacks for the terminal; each may be empty.
@@ -74,6 +81,9 @@ struct ProfileListener {
 struct BatchOptions {
   int warmup = 10;
   int runs = 100;
+  int standalone_runs = 5;
+  bool task_benchmarks = true;
+  TaskBenchOptions tasks;
 };
 
 struct BatchResult {

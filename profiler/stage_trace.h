@@ -45,7 +45,17 @@ struct KernelRecord {
 };
 
 // What the host was doing when it made a CUDA call.
-enum class TagKind : uint8_t { none = 0, op = 1, replay = 2, micro = 3 };
+// `standalone_cold` and `standalone_warm` launch one op alone, after a `flush` of L2 and right
+// after itself.
+enum class TagKind : uint8_t {
+  none = 0,
+  op = 1,
+  replay = 2,
+  micro = 3,
+  flush = 4,
+  standalone_cold = 5,
+  standalone_warm = 6
+};
 
 struct Tag {
   TagKind kind = TagKind::none;

@@ -3,21 +3,53 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 #include "model/error.h"
 
 namespace megacut::simulator {
+namespace {
+
+struct Line {
+  double intercept = 0;
+  double slope = 0;
+};
+
+// y = intercept + slope * x by least squares, both terms non-negative: a negative slope is set
+// to 0 (the intercept is then the mean), a negative intercept to 0 (the slope refitted alone).
+// Needs at least two distinct x.
+Line nonnegative_line(const Eigen::VectorXd& xs, const Eigen::VectorXd& ys) {
+  Eigen::MatrixXd a(xs.size(), 2);
+  a.col(0).setOnes();
+  a.col(1) = xs;
+  const Eigen::Vector2d coef = a.colPivHouseholderQr().solve(ys);
+  Line line{coef(0), coef(1)};
+  if (line.slope < 0) {
+    line = {ys.mean(), 0};
+  } else if (line.intercept < 0) {
+    line = {0, xs.dot(ys) / xs.squaredNorm()};
+  }
+  return line;
+}
+
+std::pair<Eigen::VectorXd, Eigen::VectorXd> vectors(std::span<const double> x,
+                                                    std::span<const double> y) {
+  assert(x.size() == y.size());
+  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+  Eigen::VectorXd xs(n), ys(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    xs(i) = x[i];
+    ys(i) = y[i];
+  }
+  return {xs, ys};
+}
+
+}  // namespace
 
 TaskFit fit_task_durations(std::span<const double> x, std::span<const double> d,
                            double prior_shared_ns) {
-  assert(x.size() == d.size());
   if (x.empty()) throw Error("fit_task_durations: no points");
-  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
-  Eigen::VectorXd xs(n), ds(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    xs(i) = x[i];
-    ds(i) = d[i];
-  }
+  const auto [xs, ds] = vectors(x, d);
   TaskFit fit;
   if (xs.maxCoeff() <= xs.minCoeff()) {
     fit.shared_ns = std::max(0.0, prior_shared_ns);
@@ -25,21 +57,19 @@ TaskFit fit_task_durations(std::span<const double> x, std::span<const double> d,
     fit.from_prior = true;
     return fit;
   }
-  Eigen::MatrixXd a(n, 2);
-  a.col(0).setOnes();
-  a.col(1) = xs;
-  const Eigen::Vector2d coef = a.colPivHouseholderQr().solve(ds);
-  fit.solo_ns = coef(0);
-  fit.shared_ns = coef(1);
-  if (fit.shared_ns < 0) {
-    // Durations fall as more tasks run: noise, or caching; no bandwidth term.
-    fit.shared_ns = 0;
-    fit.solo_ns = ds.mean();
-  } else if (fit.solo_ns < 0) {
-    fit.solo_ns = 0;
-    fit.shared_ns = xs.dot(ds) / xs.squaredNorm();
-  }
+  // A negative slope: durations fall as more tasks run (noise, or caching); no bandwidth term.
+  const Line line = nonnegative_line(xs, ds);
+  fit.solo_ns = line.intercept;
+  fit.shared_ns = line.slope;
   return fit;
+}
+
+GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const double> launch_ns) {
+  if (nodes.empty()) throw Error("fit_graph_launch: no points");
+  const auto [xs, ys] = vectors(nodes, launch_ns);
+  if (xs.maxCoeff() <= xs.minCoeff()) return {std::max(0.0, ys.mean()), 0};
+  const Line line = nonnegative_line(xs, ys);
+  return {line.intercept, line.slope};
 }
 
 RegionConfig predict_region_config(std::span<const RegionConfig> members,

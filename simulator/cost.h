@@ -7,7 +7,9 @@
 //    the fit's own x tasks reproduce its measurement exactly, and any mix of ops contends;
 //  - region configuration: a region that was never built has no measured configuration, so
 //    predict it from its ops' standalone ones (the largest member decides) and charge ops
-//    that it gives fewer registers than they had alone.
+//    that it gives fewer registers than they had alone;
+//  - graph launch: a stage's CUDA graph takes longer to launch the more nodes it holds; fit
+//    launch(nodes) = fixed + per_node * nodes to the micro-benchmark's graph sizes.
 #pragma once
 
 #include <span>
@@ -29,6 +31,18 @@ struct TaskFit {
 // `prior_shared_ns` (the tile's TileCost bytes at the device bandwidth) stands in for it.
 TaskFit fit_task_durations(std::span<const double> concurrency, std::span<const double> duration_ns,
                            double prior_shared_ns);
+
+struct GraphLaunchFit {
+  double fixed_ns = 0;
+  double per_node_ns = 0;
+  double at(double nodes) const { return fixed_ns + per_node_ns * nodes; }
+  friend bool operator==(const GraphLaunchFit&, const GraphLaunchFit&) = default;
+};
+
+// Least squares (Eigen) over the points (nodes, launch), both terms kept non-negative as in
+// fit_task_durations. With fewer than two distinct node counts the launch is a constant (their
+// mean), as it was before graphs of several sizes were measured.
+GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const double> launch_ns);
 
 // The configuration a region built from these members gets: the most threads and the most
 // shared memory of any member, and the most registers per thread that the register file

@@ -30,12 +30,15 @@ struct RegionResult {
   model::Region region;
   Boundary before = Boundary::stage_start;
 
-  TimeNs time_ns = 0;    // gap + launch + work + drain
-  TimeNs gap_ns = 0;     // the launch gap before its first kernel
+  TimeNs time_ns = 0;  // gap + launch + work + drain
+  // Before its first kernel: the boundary's launch gap, and the region's share of the stage
+  // graph's launch (its nodes at the per-node cost; the fixed cost too at the stage start).
+  TimeNs gap_ns = 0;
   TimeNs launch_ns = 0;  // mk: kernel start to first task start
   TimeNs work_ns = 0;    // conv: first kernel start to last kernel end; mk: tasks
   TimeNs drain_ns = 0;   // mk: last task end to kernel end
   int64_t kernels = 0;
+  int64_t graph_nodes = 0;                // nodes it adds to the stage's CUDA graph
   int64_t tasks = 0;                      // mk only
   std::optional<RegionConfig> config;     // mk: the predicted configuration
   std::vector<int> register_limited_ops;  // mk: ops the configuration slows down

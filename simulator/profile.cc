@@ -138,6 +138,10 @@ json op_to_json(const OpProfile& op) {
                  {"launch", launch_to_json(op.conv->launch)}};
     if (op.conv->gap_to_next_ns)
       conv["gap_to_next_ns"] = model::stats_to_json(*op.conv->gap_to_next_ns);
+    if (op.conv->standalone_cold_ns)
+      conv["standalone_cold_ns"] = model::stats_to_json(*op.conv->standalone_cold_ns);
+    if (op.conv->standalone_warm_ns)
+      conv["standalone_warm_ns"] = model::stats_to_json(*op.conv->standalone_warm_ns);
     j["conv"] = conv;
   }
   if (op.task_region) j["task_region"] = region_config_to_json(*op.task_region);
@@ -170,6 +174,8 @@ OpProfile op_from(const Node& n, int sm_count) {
     // Absent for the stage's last op; the simulator says so if an absent gap is needed.
     if (c.has("gap_to_next_ns")) k.gap_to_next_ns = c.at("gap_to_next_ns").stats_ns();
     k.launch = launch_from(c.at("launch"));
+    if (c.has("standalone_cold_ns")) k.standalone_cold_ns = c.at("standalone_cold_ns").stats_ns();
+    if (c.has("standalone_warm_ns")) k.standalone_warm_ns = c.at("standalone_warm_ns").stats_ns();
     op.conv = std::move(k);
   }
   if (n.has("tasks")) {
@@ -189,6 +195,33 @@ OpProfile op_from(const Node& n, int sm_count) {
     op.task_region = region_config_from(n.at("task_region"));
   }
   return op;
+}
+
+json launch_points_to_json(const std::vector<GraphLaunchPoint>& points) {
+  json out = json::array();
+  for (const GraphLaunchPoint& g : points) {
+    out.push_back({{"nodes", g.nodes}, {"launch_ns", model::stats_to_json(g.launch_ns)}});
+  }
+  return out;
+}
+
+// Absent from profiles that predate it: empty.
+std::vector<GraphLaunchPoint> launch_points_from(const Node& parent) {
+  std::vector<GraphLaunchPoint> points;
+  if (!parent.has("graph_launch_by_nodes")) return points;
+  const Node list = parent.at("graph_launch_by_nodes");
+  const std::vector<Node> items = list.list();
+  if (items.empty()) list.fail("expected at least one node count (or leave it out)");
+  for (const Node& g : items) {
+    GraphLaunchPoint point;
+    point.nodes = g.at("nodes").integer(1);
+    if (!points.empty() && point.nodes <= points.back().nodes) {
+      g.at("nodes").fail("node counts must increase");
+    }
+    point.launch_ns = g.at("launch_ns").stats_ns();
+    points.push_back(std::move(point));
+  }
+  return points;
 }
 
 json stats_or_null(const std::optional<LatencyStats>& s) {
@@ -229,6 +262,18 @@ bool Profile::same_content(const Profile& other) const {
 
 json profile_to_json(const Profile& p) {
   const MicroBenchmarks& m = p.micro;
+  json micro = {{"graph_launch_ns", model::stats_to_json(m.graph_launch_ns)},
+                {"kernel_gap_ns", model::stats_to_json(m.kernel_gap_ns)},
+                {"kernel_gap_pdl_ns", model::stats_to_json(m.kernel_gap_pdl_ns)},
+                {"region_launch_ns", model::stats_to_json(m.region_launch_ns)},
+                {"region_drain_ns", model::stats_to_json(m.region_drain_ns)},
+                {"counter_signal_to_wait_ns", model::stats_to_json(m.counter_signal_to_wait_ns)}};
+  if (m.dependency_check_round_ns) {
+    micro["dependency_check_round_ns"] = model::stats_to_json(*m.dependency_check_round_ns);
+  }
+  if (!m.graph_launch_by_nodes.empty()) {
+    micro["graph_launch_by_nodes"] = launch_points_to_json(m.graph_launch_by_nodes);
+  }
   json batches = json::array();
   for (const BatchProfile& b : p.batches) {
     json stages = json::array();
@@ -237,7 +282,11 @@ json profile_to_json(const Profile& p) {
       for (const OpProfile& op : s.ops) ops.push_back(op_to_json(op));
       stages.push_back({{"stage", s.stage}, {"graph_ns", stats_or_null(s.graph_ns)}, {"ops", ops}});
     }
-    batches.push_back({{"batch", b.batch}, {"stages", stages}});
+    json batch = {{"batch", b.batch}, {"stages", stages}};
+    if (!b.graph_launch_by_nodes.empty()) {
+      batch["graph_launch_by_nodes"] = launch_points_to_json(b.graph_launch_by_nodes);
+    }
+    batches.push_back(std::move(batch));
   }
   return {{"schema", kProfileSchema},
           {"model", {{"name", p.model_name}, {"config", p.model_config}}},
@@ -248,13 +297,7 @@ json profile_to_json(const Profile& p) {
             {"l2_bytes", p.device.l2_bytes},
             {"registers_per_sm", p.device.registers_per_sm},
             {"copy_bandwidth_gb_per_s", p.device.copy_bandwidth_gb_per_s}}},
-          {"micro",
-           {{"graph_launch_ns", model::stats_to_json(m.graph_launch_ns)},
-            {"kernel_gap_ns", model::stats_to_json(m.kernel_gap_ns)},
-            {"kernel_gap_pdl_ns", model::stats_to_json(m.kernel_gap_pdl_ns)},
-            {"region_launch_ns", model::stats_to_json(m.region_launch_ns)},
-            {"region_drain_ns", model::stats_to_json(m.region_drain_ns)},
-            {"counter_signal_to_wait_ns", model::stats_to_json(m.counter_signal_to_wait_ns)}}},
+          {"micro", micro},
           {"batches", batches}};
 }
 
@@ -292,6 +335,10 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   m.region_launch_ns = micro.at("region_launch_ns").stats_ns();
   m.region_drain_ns = micro.at("region_drain_ns").stats_ns();
   m.counter_signal_to_wait_ns = micro.at("counter_signal_to_wait_ns").stats_ns();
+  if (micro.has("dependency_check_round_ns")) {
+    m.dependency_check_round_ns = micro.at("dependency_check_round_ns").stats_ns();
+  }
+  m.graph_launch_by_nodes = launch_points_from(micro);
 
   for (const Node& b : root.at("batches").list()) {
     BatchProfile batch;
@@ -314,6 +361,7 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
       }
       batch.stages.push_back(std::move(stage));
     }
+    batch.graph_launch_by_nodes = launch_points_from(b);
     p.batches.push_back(std::move(batch));
   }
   return p;

@@ -8,7 +8,9 @@
 //  - micro-benchmarks of boundaries and counters (MicroBenchmarks below);
 //  - per batch size and stage, the all-conventional CUDA graph: for every op, its kernel's
 //    duration and the gap from its end to the next kernel's start (CUPTI activity records of
-//    the captured graph), and its launch configuration; and the graph's end-to-end time;
+//    the captured graph), and its launch configuration; and the graph's end-to-end time; and,
+//    beside those replays, the graph-launch sweep (GraphLaunchPoint);
+//  - per op, its conventional kernel alone, after an L2 flush and warm (reported, not simulated);
 //  - per op, the standalone task benchmark: the op alone as a persistent region at 1, sm/4,
 //    sm/2 and sm CTAs, its tiles placed by model::make_schedule(graph, op, op + 1, ctas);
 //    a task's duration runs from its start to the start of the next task on the same CTA (to
@@ -41,6 +43,13 @@ struct DeviceProfile {
   double copy_bandwidth_gb_per_s = 0;  // bytes read + written per second, / 1e9 (= bytes per ns)
 };
 
+// The launch of a CUDA graph of `nodes` kernels, measured as MicroBenchmarks::graph_launch_ns is.
+struct GraphLaunchPoint {
+  int64_t nodes = 0;
+  LatencyStats launch_ns;
+  friend bool operator==(const GraphLaunchPoint&, const GraphLaunchPoint&) = default;
+};
+
 // Boundary and synchronization costs, each from a dedicated micro-benchmark of empty or
 // trivial kernels.
 struct MicroBenchmarks {
@@ -48,6 +57,10 @@ struct MicroBenchmarks {
   // cudaGraphLaunch, less the CUPTI span of the graph's kernels; so it includes the end event's
   // tail, and graph launch + kernels + gaps add up to graph_ns.
   LatencyStats graph_launch_ns;
+  // The same for graphs of several sizes (chains of trivial kernels), increasing in nodes: the
+  // launch grows with the graph. Empty in profiles that predate it; the simulator then charges
+  // graph_launch_ns whatever the size.
+  std::vector<GraphLaunchPoint> graph_launch_by_nodes;
   LatencyStats kernel_gap_ns;  // one kernel's end to the next one's start, in a CUDA graph
   // The same with Programmatic Dependent Launch: the first kernel's end to the moment the
   // second passes cudaGridDependencySynchronize (never negative). Measured as what the boundary
@@ -59,6 +72,12 @@ struct MicroBenchmarks {
   // A release store of a dependency counter on one SM to the acquire load that sees it on
   // another SM (spinning with the runtime's back-off).
   LatencyStats counter_signal_to_wait_ns;
+  // One round of a task's dependency check in a persistent region: every thread of a block
+  // acquire-loads one counter that is already signalled, then the block's barrier. The region
+  // kernel checks blockDim.x dependencies per round, so a task with n dependencies inside its
+  // region spends ceil(n / threads) rounds before its body starts. Absent from older profiles;
+  // the simulator then leaves the check out and says so.
+  std::optional<LatencyStats> dependency_check_round_ns;
 };
 
 struct LaunchConfig {
@@ -71,11 +90,18 @@ struct LaunchConfig {
 
 // An op's kernel in the all-conventional CUDA graph.
 struct ConvKernel {
-  std::string kernel;             // the kernel's (demangled) name as CUPTI reports it
+  // The kernel's (demangled) name as CUPTI reports it; an op that runs several kernels (cuBLASLt
+  // may) has their names in start order, joined by " + ". Each is one node of the stage graph.
+  std::string kernel;
   std::string provider = "ours";  // "ours" (the op's tile body) or "cublas"
   LatencyStats duration_ns;
   std::optional<LatencyStats> gap_to_next_ns;  // absent only for the stage's last op
   LaunchConfig launch;
+  // The op's kernel(s) launched alone, outside the graph (CUPTI: first kernel start to last
+  // kernel end): right after an L2 flush, and right after a launch of itself. For reports and
+  // checks; the simulator takes durations from the graph, where the op really runs.
+  std::optional<LatencyStats> standalone_cold_ns;
+  std::optional<LatencyStats> standalone_warm_ns;
   friend bool operator==(const ConvKernel&, const ConvKernel&) = default;
 };
 
@@ -117,6 +143,10 @@ struct StageProfile {
 struct BatchProfile {
   int64_t batch = 0;
   std::vector<StageProfile> stages;
+  // The graph-launch sweep (MicroBenchmarks::graph_launch_by_nodes) run again alongside this
+  // batch's replays, so that it meets the host as graph_ns does (profiler/micro.h says why that
+  // matters). Empty in profiles that predate it.
+  std::vector<GraphLaunchPoint> graph_launch_by_nodes;
 
   const StageProfile* stage(std::string_view name) const;
   friend bool operator==(const BatchProfile&, const BatchProfile&) = default;

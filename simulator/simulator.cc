@@ -12,6 +12,33 @@ namespace {
 
 TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
 TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
+TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
+
+// The executor launches an mk region as one kernel node (executor::MegakernelRegion::launch).
+constexpr int64_t kMkRegionNodes = 1;
+
+// The nodes a conventional op adds to its stage graph: one per kernel it runs.
+int64_t conv_nodes(const ConvKernel& k) {
+  int64_t nodes = 1;
+  for (size_t at = k.kernel.find(" + "); at != std::string::npos; at = k.kernel.find(" + ", at + 3))
+    ++nodes;
+  return nodes;
+}
+
+GraphLaunchFit fit_points(const std::vector<GraphLaunchPoint>& points) {
+  std::vector<double> nodes, launch_ns;
+  for (const GraphLaunchPoint& point : points) {
+    nodes.push_back(static_cast<double>(point.nodes));
+    launch_ns.push_back(point.launch_ns.p50);
+  }
+  return fit_graph_launch(nodes, launch_ns);
+}
+
+// The graph-launch micro-benchmark at several sizes, or the one size older profiles measured.
+GraphLaunchFit micro_launch_fit(const MicroBenchmarks& micro) {
+  if (micro.graph_launch_by_nodes.empty()) return {micro.graph_launch_ns.p50, 0};
+  return fit_points(micro.graph_launch_by_nodes);
+}
 
 // w = 0 gives a, w = 1 gives b; each side first scaled by its factor.
 LatencyStats lerp(const LatencyStats& a, const LatencyStats& b, double w, double scale_a = 1,
@@ -72,6 +99,9 @@ struct Simulator::StageState {
   std::vector<double> task_bytes;
   std::vector<double> task_estimate;
   std::vector<OpModel> ops;
+  // The stage graph's launch: the fixed part, and each node's.
+  TimeNs launch_fixed_ns = 0;
+  TimeNs launch_node_ns = 0;
 };
 
 std::string_view boundary_name(Boundary boundary) {
@@ -88,6 +118,7 @@ std::string_view boundary_name(Boundary boundary) {
 
 Simulator::Simulator(Profile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
+  micro_launch_ = micro_launch_fit(profile_.micro);
   model_.name = profile_.model_name;
   model_.config_path = profile_.source + " (model.config)";
   model_.config = profile_.model_config;
@@ -114,6 +145,25 @@ const model::Graph& Simulator::graph(std::string_view stage, int64_t batch) {
 
 const StageProfile& Simulator::stage_profile(std::string_view stage, int64_t batch) {
   return *state(stage, batch).profile;
+}
+
+GraphLaunchFit Simulator::graph_launch(int64_t batch) const {
+  auto own = [&](int64_t b) -> std::optional<GraphLaunchFit> {
+    const BatchProfile* p = profile_.batch(b);
+    if (p == nullptr || p->graph_launch_by_nodes.empty()) return std::nullopt;
+    return fit_points(p->graph_launch_by_nodes);
+  };
+  if (std::optional<GraphLaunchFit> fit = own(batch)) return *fit;
+  if (const std::optional<Interpolation> in = interpolation(batch)) {
+    const std::optional<GraphLaunchFit> lo = own(in->lower), hi = own(in->upper);
+    if (lo && hi) {
+      const double w =
+          static_cast<double>(batch - in->lower) / static_cast<double>(in->upper - in->lower);
+      return {(1 - w) * lo->fixed_ns + w * hi->fixed_ns,
+              (1 - w) * lo->per_node_ns + w * hi->per_node_ns};
+    }
+  }
+  return micro_launch_;
 }
 
 std::optional<Interpolation> Simulator::interpolation(int64_t batch) const {
@@ -176,6 +226,9 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
                   real.name + "' (" + std::string(real.kind->name()) + ")");
     }
   }
+  const GraphLaunchFit launch = graph_launch(batch);
+  s->launch_fixed_ns = to_ns(launch.fixed_ns);
+  s->launch_node_ns = to_ns(launch.per_node_ns);
   s->task_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
@@ -302,6 +355,11 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
   costs.fixed_ns.resize(last - first);
   costs.bytes.resize(last - first);
   const double bandwidth = profile_.device.copy_bandwidth_gb_per_s;
+  // Before its body, a task checks its dependencies inside the region (those before it were met
+  // at the kernel boundary, and its standalone benchmark had none): config.threads per round.
+  const double round_ns = profile_.micro.dependency_check_round_ns
+                              ? p50(*profile_.micro.dependency_check_round_ns)
+                              : 0.0;
   for (int op = region.begin; op < region.end; ++op) {
     const OpModel& m = op_model(s, op, region);
     const double slowdown = config_slowdown(m.config, config);
@@ -310,7 +368,14 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
     for (model::TaskId id = begin; id < end; ++id) {
       const double size = s.task_estimate[id] / m.mean_estimate;
       const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
-      costs.fixed_ns[id - first] = to_ns(m.fit.solo_ns * size * slowdown);
+      int64_t deps = 0;
+      for (auto [it, stop] = boost::in_edges(static_cast<uint32_t>(id), g.tiles()); it != stop;
+           ++it) {
+        deps += static_cast<model::TaskId>(boost::source(*it, g.tiles())) >= first;
+      }
+      const int64_t rounds = (deps + config.threads - 1) / config.threads;
+      costs.fixed_ns[id - first] =
+          to_ns(m.fit.solo_ns * size * slowdown + static_cast<double>(rounds) * round_ns);
       costs.bytes[id - first] = m.fit.shared_ns * bandwidth * share;
     }
   }
@@ -326,17 +391,29 @@ MegakernelParams Simulator::megakernel_params() const {
 
 TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
   const MicroBenchmarks& micro = profile_.micro;
-  if (before == Boundary::stage_start) return p50(micro.graph_launch_ns);
+  if (before == Boundary::stage_start) return s.launch_fixed_ns;
   if (region.kind == model::RegionKind::conv && before == Boundary::after_conv) {
-    // The same kernel boundary as in the conventional graph.
-    const ConvKernel& k = conv_kernel(s, region.begin - 1, region);
-    if (!k.gap_to_next_ns) {
-      throw Error(where(s, region.begin - 1) + ": conv.gap_to_next_ns missing (needed before " +
-                  region_text(region) + ")");
-    }
-    return p50(*k.gap_to_next_ns);
+    return conv_gap(s, region.begin - 1, region);
   }
-  return p50(options_.pdl ? micro.kernel_gap_pdl_ns : micro.kernel_gap_ns);
+  // With PDL, our kernels (regions, tile kernels) launch early; cuBLASLt's do not.
+  const bool early = options_.pdl && (region.kind == model::RegionKind::mk ||
+                                      conv_kernel(s, region.begin, region).provider == "ours");
+  return p50(early ? micro.kernel_gap_pdl_ns : micro.kernel_gap_ns);
+}
+
+TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
+  // With PDL, a tile kernel of ours launches while the kernel before it drains: the boundary
+  // costs what the PDL micro-benchmark measured, in place of the traced (plain) gap.
+  if (options_.pdl && conv_kernel(s, op + 1, region).provider == "ours") {
+    return p50(profile_.micro.kernel_gap_pdl_ns);
+  }
+  // Otherwise the same kernel boundary as in the conventional graph.
+  const ConvKernel& k = conv_kernel(s, op, region);
+  if (!k.gap_to_next_ns) {
+    throw Error(where(s, op) + ": conv.gap_to_next_ns missing (needed by " + region_text(region) +
+                ")");
+  }
+  return mean(*k.gap_to_next_ns);
 }
 
 void Simulator::simulate_conv(StageState& s, RegionResult& r) {
@@ -345,7 +422,7 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
   TimeNs t = r.gap_ns;
   for (int op = r.region.begin; op < r.region.end; ++op) {
     const ConvKernel& k = conv_kernel(s, op, r.region);
-    const TimeNs d = p50(k.duration_ns);
+    const TimeNs d = mean(k.duration_ns);
     r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
     // Which SMs a kernel occupies is the hardware's choice: count its CTAs on the first ones.
@@ -353,11 +430,7 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
     for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) r.sm_busy_ns[sm] += d;
     t += d;
     if (op + 1 < r.region.end) {
-      if (!k.gap_to_next_ns) {
-        throw Error(where(s, op) + ": conv.gap_to_next_ns missing (needed by " +
-                    region_text(r.region) + ")");
-      }
-      const TimeNs g = p50(*k.gap_to_next_ns);
+      const TimeNs g = conv_gap(s, op, r.region);
       if (g > 0) r.critical_path.push_back(PathStep{StepKind::gap, op + 1, -1, -1, t, t + g});
       t += g;
     }
@@ -429,7 +502,14 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   r->batch = batch;
   r->region = region;
   r->before = before;
-  r->gap_ns = gap_before(s, region, before);
+  if (region.kind == model::RegionKind::conv) {
+    for (int op = region.begin; op < region.end; ++op) {
+      r->graph_nodes += conv_nodes(conv_kernel(s, op, region));
+    }
+  } else {
+    r->graph_nodes = kMkRegionNodes;
+  }
+  r->gap_ns = gap_before(s, region, before) + r->graph_nodes * s.launch_node_ns;
   if (r->gap_ns > 0) {
     r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
   }
@@ -462,6 +542,17 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
                       ": profile data interpolated linearly between measured batches " +
                       std::to_string(p.interpolated->lower) + " and " +
                       std::to_string(p.interpolated->upper));
+  }
+  bool has_mk = false;
+  for (const model::Stage& stage : sc.stages) {
+    for (const model::Region& region : composition.regions(stage.name)) {
+      has_mk = has_mk || region.kind == model::RegionKind::mk;
+    }
+  }
+  if (has_mk && !profile_.micro.dependency_check_round_ns) {
+    p.notes.push_back(
+        "the profile has no dependency-check micro-benchmark (micro.dependency_check_round_ns): "
+        "mk regions are predicted without the time their tasks spend checking dependencies");
   }
   int64_t outputs = 0;
   for (const model::Stage& stage : sc.stages) {

@@ -8,9 +8,21 @@
 // before its boundary (a kernel boundary is a full barrier), so region results are cached by
 // exactly that: the planner calls simulate_region for many cut points and pays once for each.
 //
-// Statistics used: medians (p50) for kernel durations, gaps and micro-benchmarks, so that the
-// stage time is a p50 estimate; means for task durations, whose samples mix tiles of one op
-// and must add up to its total work.
+// The stage time is an estimate of its median. A conv region adds up hundreds of terms (each
+// kernel's duration and the gap after it), so it adds their means: the mean of a sum is the sum
+// of the means, and the sum of so many terms is near symmetric, its median near its mean; a sum
+// of medians misses every term's right tail (reports/h200/replay.md). Task durations are means
+// too: their samples mix tiles of one op and must add up
+// to its total work. Terms that stand alone or a few to a region (the graph launch, region
+// launch and drain, the micro-benchmarks' kernel gaps, the counter latency) are medians: a rare
+// slow sample moves one term's mean away from what a typical run pays.
+//
+// The stage's CUDA graph takes longer to launch the more nodes it holds (cost.h: fixed + per
+// node; graph_launch says from which measurements). The fixed part is charged at the stage
+// start, and each region's nodes (one per conventional kernel, one per mk region:
+// executor::MegakernelRegion::launch) at its own start, so that a region's time still depends
+// on its own ops alone; the stage adds up to the same time as the whole graph's launch charged
+// up front.
 //
 // Not thread-safe: give each thread its own Simulator.
 #pragma once
@@ -38,8 +50,10 @@ struct SimOptions {
   // Fill a batch size the profile lacks linearly between the measured neighbours (no
   // extrapolation); the prediction says so. Without it, a missing batch is an error.
   bool allow_interpolate = false;
-  // Region boundaries next to an mk region use Programmatic Dependent Launch: they pay the
-  // PDL kernel gap. Gaps between conventional kernels come from the conventional trace.
+  // Our kernels (mk regions, tile kernels) launch with Programmatic Dependent Launch, as
+  // `megacut run --pdl` launches them: the boundary before each pays the PDL kernel gap of the
+  // micro-benchmarks; a boundary before a cuBLASLt kernel pays what it would without PDL (the
+  // traced gap, or the plain kernel gap).
   bool pdl = false;
   // Keep every kernel and task span for the Chrome trace (memory grows with the task count).
   bool record_spans = false;
@@ -78,6 +92,11 @@ class Simulator {
   // The device parameters every mk region runs with (bandwidth, counter signal latency).
   MegakernelParams megakernel_params() const;
 
+  // The launch of a stage graph at `batch` as a function of its nodes: from the sweep run
+  // alongside that batch's replays (mixed linearly between the measured neighbours of an
+  // interpolated batch), else from the micro-benchmarks.
+  GraphLaunchFit graph_launch(int64_t batch) const;
+
   struct CacheStats {
     int64_t hits = 0;
     int64_t misses = 0;
@@ -95,12 +114,15 @@ class Simulator {
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
   const ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
+  // The gap from conventional op `op`'s kernel to op + 1's, both in `region`'s stage.
+  TimeNs conv_gap(StageState& s, int op, const model::Region& region);
   std::string where(const StageState& s, int op) const;
   void simulate_conv(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);
 
   Profile profile_;
   SimOptions options_;
+  GraphLaunchFit micro_launch_;
   model::ModelSpec model_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<StageState>, std::less<>> stages_;
   std::map<RegionKey, std::shared_ptr<const RegionResult>> regions_;

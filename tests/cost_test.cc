@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "model/error.h"
+
 namespace megacut::simulator {
 namespace {
 
@@ -42,6 +44,39 @@ TEST(CostTest, FitKeepsBothTermsNonNegative) {
       fit_task_durations(std::vector<double>{1, 2, 3}, std::vector<double>{10, 30, 50}, 0);
   EXPECT_EQ(steep.solo_ns, 0);
   EXPECT_DOUBLE_EQ(steep.shared_ns, 220.0 / 14.0);
+}
+
+TEST(CostTest, GraphLaunchFitRecoversFixedAndPerNodeTerms) {
+  // launch(n) = 9000 + 60 n at 1, 16, 64, 256 and 512 nodes.
+  const std::vector<double> nodes{1, 16, 64, 256, 512};
+  std::vector<double> launch;
+  for (double n : nodes) launch.push_back(9000 + 60 * n);
+  const GraphLaunchFit fit = fit_graph_launch(nodes, launch);
+  EXPECT_NEAR(fit.fixed_ns, 9000, 1e-6);
+  EXPECT_NEAR(fit.per_node_ns, 60, 1e-9);
+  EXPECT_NEAR(fit.at(368), 9000 + 60 * 368, 1e-6);
+}
+
+TEST(CostTest, GraphLaunchFitOfNoisyPointsIsTheLeastSquaresLine) {
+  // Points 10, 30, 20 at n = 0, 1, 2: the line through their means (n 1, launch 20) with
+  // slope sum((n - 1)(y - 20)) / sum((n - 1)^2) = (10 + 0 + 0) / 2 = 5, intercept 15.
+  const GraphLaunchFit fit =
+      fit_graph_launch(std::vector<double>{0, 1, 2}, std::vector<double>{10, 30, 20});
+  EXPECT_NEAR(fit.fixed_ns, 15, 1e-9);
+  EXPECT_NEAR(fit.per_node_ns, 5, 1e-9);
+}
+
+TEST(CostTest, GraphLaunchFitOfOneSizeIsAConstant) {
+  // One graph size cannot tell the per-node term from the fixed one: a constant, the mean.
+  const GraphLaunchFit one =
+      fit_graph_launch(std::vector<double>{32, 32}, std::vector<double>{10000, 11000});
+  EXPECT_EQ(one, (GraphLaunchFit{10500, 0}));
+  // Launches that fall with size (noise): no per-node term, the mean is the constant.
+  const GraphLaunchFit falling =
+      fit_graph_launch(std::vector<double>{1, 64, 512}, std::vector<double>{9000, 8800, 8600});
+  EXPECT_EQ(falling.per_node_ns, 0);
+  EXPECT_DOUBLE_EQ(falling.fixed_ns, 8800);
+  EXPECT_THROW(fit_graph_launch(std::vector<double>{}, std::vector<double>{}), Error);
 }
 
 TEST(CostTest, RegionConfigLargestMemberDecidesWithinTheRegisterFile) {

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <limits>
+#include <vector>
 
 #include "model/error.h"
+#include "model/stats.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::simulator {
@@ -42,6 +46,23 @@ TEST(ProfileTest, FileRoundTrip) {
   EXPECT_TRUE(back.same_content(tiny()));
   EXPECT_EQ(back.batch_sizes(), (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(back.batch(4)->stage("decode")->op(17)->name, "layers.1.attn.attention");
+}
+
+TEST(ProfileTest, StandaloneKernelTimesRoundTripAndMayBeAbsent) {
+  Profile p = tiny();
+  ConvKernel& conv = *p.batches[0].stages[1].ops[3].conv;
+  EXPECT_FALSE(conv.standalone_cold_ns.has_value());
+  conv.standalone_cold_ns = model::compute_stats(std::vector<double>{2500, 2600, 2550}, "ns");
+  conv.standalone_warm_ns = conv.duration_ns;
+  const nlohmann::json j = profile_to_json(p);
+  EXPECT_TRUE(j["batches"][0]["stages"][1]["ops"][3]["conv"].contains("standalone_cold_ns"));
+  EXPECT_FALSE(j["batches"][0]["stages"][1]["ops"][4]["conv"].contains("standalone_cold_ns"));
+  EXPECT_TRUE(profile_from_json(j, "tiny.json").same_content(p));
+
+  nlohmann::json bad = j;
+  bad["batches"][0]["stages"][1]["ops"][3]["conv"]["standalone_warm_ns"].erase("p50");
+  EXPECT_EQ(error_of(bad),
+            "llama.json: field 'batches[0].stages[1].ops[3].conv.standalone_warm_ns.p50': missing");
 }
 
 TEST(ProfileTest, MissingStatisticNamesFileAndField) {
@@ -86,6 +107,69 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
       {[](auto& j) { j["model"]["config"].erase("hidden_size"); },
        "llama.json (model.config): field 'hidden_size': missing"},
       {[](auto& j) { j["batches"] = 3; }, "llama.json: field 'batches': expected a list, got 3"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    EXPECT_EQ(error_of(j), c.message);
+  }
+}
+
+Profile with_launch_sweep() {
+  Profile p = tiny();
+  p.micro.graph_launch_by_nodes = {{1, model::constant_stats(4000)},
+                                   {64, model::constant_stats(9000)},
+                                   {512, model::constant_stats(40000)}};
+  p.batches[1].graph_launch_by_nodes = {{1, model::constant_stats(5000)},
+                                        {512, model::constant_stats(90000)}};
+  return p;
+}
+
+TEST(ProfileTest, GraphLaunchByNodesRoundTripsAndMayBeAbsent) {
+  const nlohmann::json j = profile_to_json(with_launch_sweep());
+  ASSERT_TRUE(j["micro"].contains("graph_launch_by_nodes"));
+  EXPECT_EQ(j["micro"]["graph_launch_by_nodes"][1]["nodes"], 64);
+  EXPECT_EQ(j["batches"][1]["graph_launch_by_nodes"][1]["nodes"], 512);
+  EXPECT_FALSE(j["batches"][0].contains("graph_launch_by_nodes"));
+  const Profile back = profile_from_json(j, "sweep.json");
+  EXPECT_TRUE(back.same_content(with_launch_sweep()));
+  EXPECT_EQ(back.micro.graph_launch_by_nodes, with_launch_sweep().micro.graph_launch_by_nodes);
+  EXPECT_EQ(back.batches, with_launch_sweep().batches);
+  // Profiles that predate it have no such field, and read back without points.
+  const nlohmann::json old = profile_to_json(tiny());
+  EXPECT_FALSE(old["micro"].contains("graph_launch_by_nodes"));
+  const Profile old_back = profile_from_json(old, "old.json");
+  EXPECT_TRUE(old_back.micro.graph_launch_by_nodes.empty());
+  EXPECT_TRUE(old_back.batches[1].graph_launch_by_nodes.empty());
+}
+
+TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
+  const nlohmann::json good = profile_to_json(with_launch_sweep());
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases{
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"][2]["nodes"] = 64; },
+       "llama.json: field 'micro.graph_launch_by_nodes[2].nodes': node counts must increase"},
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"][0]["nodes"] = 0; },
+       "llama.json: field 'micro.graph_launch_by_nodes[0].nodes': expected an integer in [1, " +
+           std::to_string(std::numeric_limits<int64_t>::max()) + "], got 0"},
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"][1].erase("launch_ns"); },
+       "llama.json: field 'micro.graph_launch_by_nodes[1].launch_ns': missing"},
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"][1]["launch_ns"]["unit"] = "us"; },
+       "llama.json: field 'micro.graph_launch_by_nodes[1].launch_ns.unit': expected \"ns\", got "
+       "\"us\""},
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"] = nlohmann::json::array(); },
+       "llama.json: field 'micro.graph_launch_by_nodes': expected at least one node count (or "
+       "leave it out)"},
+      {[](auto& j) { j["micro"]["graph_launch_by_nodes"] = 3; },
+       "llama.json: field 'micro.graph_launch_by_nodes': expected a list, got 3"},
+      {[](auto& j) { j["batches"][1]["graph_launch_by_nodes"][1]["nodes"] = 1; },
+       "llama.json: field 'batches[1].graph_launch_by_nodes[1].nodes': node counts must increase"},
+      {[](auto& j) { j["batches"][1]["graph_launch_by_nodes"][0]["launch_ns"]["p50"] = -1; },
+       "llama.json: field 'batches[1].graph_launch_by_nodes[0].launch_ns.p50': expected a "
+       "non-negative number, got -1"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;

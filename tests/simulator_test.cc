@@ -94,12 +94,89 @@ TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
   EXPECT_EQ(s.time_ns, 14600 + 7800 + 22200);
   EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 14600, 22400}));
 
-  // With PDL at the mk boundaries both gaps are 0.3 µs: 2 x 0.5 µs less.
+  // With PDL every boundary before one of our kernels pays the 0.3 µs PDL gap: the two at the
+  // mk region 2 x 0.5 µs less, the 8 + 17 inside the conv regions 25 x 0.1 µs more.
   Profile r = uniform_conv(tiny(), 1000, 200);
   for (TaskBenchmark& t : op_of(r, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1000);
   Simulator pdl(std::move(r), SimOptions{.pdl = true});
   EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:9] mk[9:10] conv[10:]", 1), 1).decode_step_ns,
-            s.time_ns - 1000);
+            s.time_ns - 1000 + 2500);
+}
+
+TEST(SimulatorTest, ConventionalRegionAddsMeans) {
+  // Op 5's kernel usually takes 1 µs but now and then much longer: p50 1 µs, mean 1.3 µs; the
+  // gap after op 7 likewise, p50 0.2 µs, mean 0.5 µs. A stage of many such terms adds their
+  // means: 37.4 µs + 0.3 µs + 0.3 µs = 38 µs.
+  Profile q = uniform_conv(tiny(), 1000, 200);
+  op_of(q, 1, "decode", 5).conv->duration_ns.mean = 1300;
+  op_of(q, 1, "decode", 7).conv->gap_to_next_ns->mean = 500;
+  Simulator sim(std::move(q));
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).decode_step_ns, 38000);
+}
+
+// The graph-launch sweep of a profile: launch(n) = 4 µs + 50 ns per node, measured exactly.
+Profile with_launch_sweep(Profile p) {
+  p.micro.graph_launch_by_nodes.clear();
+  for (int64_t n : {1, 16, 64, 256}) {
+    p.micro.graph_launch_by_nodes.push_back({n, constant_stats(4000.0 + 50.0 * n)});
+  }
+  return p;
+}
+
+TEST(SimulatorTest, GraphLaunchGrowsWithTheStageGraphsNodes) {
+  Simulator sim(with_launch_sweep(uniform_conv(tiny(), 1000, 200)));
+  EXPECT_NEAR(sim.graph_launch(1).fixed_ns, 4000, 1e-6);
+  EXPECT_NEAR(sim.graph_launch(1).per_node_ns, 50, 1e-9);
+  // tiny-llama decode, all conv: 28 nodes, launched in 4 µs + 28 x 50 ns = 5.4 µs, then
+  // 28 x 1 µs + 27 x 0.2 µs: 38.8 µs.
+  const Prediction p = sim.simulate(parse(sim, "conv", 1), 1);
+  EXPECT_EQ(p.stage("decode").regions[0]->graph_nodes, 28);
+  EXPECT_EQ(p.stage("decode").regions[0]->gap_ns, 5400);
+  EXPECT_EQ(p.decode_step_ns, 38800);
+
+  // An op that runs two kernels (cuBLASLt's split-K GEMM) is two nodes: 50 ns more.
+  Profile two = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  op_of(two, 1, "decode", 9).conv->kernel = "gemm_main + gemm_reduce";
+  Simulator sim2(std::move(two));
+  EXPECT_EQ(sim2.simulate(parse(sim2, "conv", 1), 1).decode_step_ns, 38850);
+}
+
+TEST(SimulatorTest, ABatchsOwnLaunchSweepComesFirst) {
+  // The micro-benchmarks say 4 µs + 50 ns per node; batch 2's replays ran beside a sweep that
+  // says 6 µs + 100 ns per node, batch 4's 8 µs + 200 ns. Batch 2's decode (28 nodes) launches in
+  // 6 µs + 2.8 µs = 8.8 µs; batch 1, with no sweep of its own, in 5.4 µs; batch 3, interpolated
+  // half way, in 7 µs + 28 x 150 ns = 11.2 µs.
+  Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  for (BatchProfile& b : q.batches) {
+    if (b.batch == 1) continue;
+    const double fixed = b.batch == 2 ? 6000 : 8000, per_node = b.batch == 2 ? 100 : 200;
+    for (int64_t n : {1, 64}) {
+      b.graph_launch_by_nodes.push_back({n, constant_stats(fixed + per_node * n)});
+    }
+  }
+  Simulator sim(std::move(q), SimOptions{.allow_interpolate = true});
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 2), 2).stage("decode").regions[0]->gap_ns, 8800);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).stage("decode").regions[0]->gap_ns, 5400);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 3), 3).stage("decode").regions[0]->gap_ns, 11200);
+}
+
+TEST(SimulatorTest, EachRegionPaysTheLaunchOfItsOwnNodes) {
+  // conv[0:9] mk[9:10] conv[10:] has 9 + 1 + 18 = 28 nodes (an mk region is one kernel):
+  // 4 µs + 28 x 50 ns of launch in all, each region paying its nodes where it starts.
+  // conv[0:9]: 4 µs + 9 x 50 ns + 9 x 1 µs + 8 x 0.2 µs = 15.05 µs;
+  // mk[9:10]: 0.8 µs gap + 1 x 50 ns + 3 µs launch + 3 µs of tasks + 1 µs drain = 7.85 µs;
+  // conv[10:28]: 0.8 µs + 18 x 50 ns + 18 x 1 µs + 17 x 0.2 µs = 23.1 µs.
+  Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  for (TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1000);
+  Simulator sim(std::move(q));
+  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:9] mk[9:10] conv[10:]", 1), 1);
+  const StagePrediction& s = p.stage("decode");
+  ASSERT_EQ(s.regions.size(), 3u);
+  EXPECT_EQ(s.regions[0]->time_ns, 15050);
+  EXPECT_EQ(s.regions[1]->graph_nodes, 1);
+  EXPECT_EQ(s.regions[1]->time_ns, 7850);
+  EXPECT_EQ(s.regions[2]->time_ns, 23100);
+  EXPECT_EQ(s.time_ns, 15050 + 7850 + 23100);
 }
 
 TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
@@ -114,6 +191,38 @@ TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
   const auto r =
       sim.simulate_region("decode", 1, Region{RegionKind::mk, 9, 10}, Boundary::after_conv);
   EXPECT_NEAR(static_cast<double>(r->work_ns), 956.5, 3);
+}
+
+TEST(SimulatorTest, TasksCheckTheirDependenciesInsideTheRegionInRoundsOfTheBlock) {
+  // With the micro-benchmark, each task's fixed time grows by one 200 ns round per block's
+  // worth (the region's threads) of its dependencies inside the region; those on ops before the
+  // region were met at its kernel boundary and cost nothing. Without it, nothing is added.
+  testing::SyntheticDevice without;
+  without.dependency_check_round_ns = 0;
+  Simulator with_check(tiny()),
+      no_check(testing::synthetic_profile("tiny-llama", {1}, kPrompt, without));
+  const Region region{RegionKind::mk, 3, 12};
+  const model::Graph& g = with_check.graph("prefill", 1);
+  const int threads = with_check.region_config("prefill", 1, region).threads;
+  const TaskCosts a = with_check.region_task_costs("prefill", 1, region);
+  const TaskCosts b = no_check.region_task_costs("prefill", 1, region);
+  ASSERT_EQ(a.fixed_ns.size(), b.fixed_ns.size());
+  const model::TaskId first = g.first_task(region.begin);
+  int64_t checked = 0;
+  for (size_t j = 0; j < a.fixed_ns.size(); ++j) {
+    int64_t inside = 0;
+    for (model::TaskId dep : g.task_deps(first + static_cast<model::TaskId>(j))) {
+      inside += dep >= first;
+    }
+    const int64_t rounds = (inside + threads - 1) / threads;
+    EXPECT_EQ(a.fixed_ns[j] - b.fixed_ns[j], 200 * rounds) << "task " << j;
+    checked += rounds > 0;
+  }
+  EXPECT_GT(checked, 0);
+  const model::Composition mk = parse(no_check, "mk", 1);
+  EXPECT_NE(no_check.simulate(mk, 1).notes.at(0).find("dependency_check_round_ns"),
+            std::string::npos);
+  EXPECT_TRUE(with_check.simulate(mk, 1).notes.empty());
 }
 
 TEST(SimulatorTest, MixedRegionGetsThePredictedConfiguration) {

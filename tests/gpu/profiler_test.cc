@@ -21,6 +21,7 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "profiler/stage_trace.h"
+#include "simulator/cost.h"
 #include "simulator/profile.h"
 #include "tests/gpu/gpu_support.h"
 
@@ -215,6 +216,34 @@ std::string body_of(const std::string& kind) {
   return bodies.at(kind);
 }
 
+// Two queues: tasks 0, 2 on queue 0 and task 1 on queue 1. A task lasts until the next task of
+// its queue starts (the per-task runtime cost is its own); a queue's last task until its end.
+TEST(TaskBenchTest, DurationsRunToTheNextTaskOnTheSameQueue) {
+  executor::TaskTable table;
+  table.task_count = 3;
+  table.queue_begin = {0, 2, 3};
+  table.tasks.resize(3);
+  table.tasks[0].index = 0;
+  table.tasks[1].index = 2;
+  table.tasks[2].index = 1;
+  std::vector<executor::TaskTimingRecord> records(3);
+  records[0] = {0, 5, 0, 1000, 1100, 0, 0};
+  records[1] = {1, 5, 1, 1010, 1300, 1, 1};
+  records[2] = {2, 5, 2, 1150, 1200, 0, 0};
+  EXPECT_EQ(profiler::task_durations_ns(table, records), (std::vector<double>{150, 50, 290}));
+
+  records[2].start_ns = 0;  // never ran
+  EXPECT_THROW(profiler::task_durations_ns(table, records), Error);
+  records.pop_back();
+  EXPECT_THROW(profiler::task_durations_ns(table, records), Error);
+}
+
+TEST(TaskBenchTest, DefaultCtaCountsAreOneQuarterHalfAll) {
+  EXPECT_EQ(profiler::default_task_ctas(132), (std::vector<int>{1, 33, 66, 132}));
+  EXPECT_EQ(profiler::default_task_ctas(2), (std::vector<int>{1, 2}));
+  EXPECT_THROW(profiler::default_task_ctas(0), Error);
+}
+
 TEST(ProfilerGpuTest, TinyLlamaTraceHasOneRecordPerKernelOnItsOp) {
   MEGACUT_REQUIRE_GPU();
   const model::ModelSpec spec = model::load_model("tiny-llama");
@@ -224,12 +253,18 @@ TEST(ProfilerGpuTest, TinyLlamaTraceHasOneRecordPerKernelOnItsOp) {
   const profiler::BatchOptions options{.warmup = 2, .runs = 7};
   const profiler::BatchResult r = profiler::profile_batch(runner, scenario, tracer, options);
 
-  // Our tile bodies run one kernel per op: each op once eagerly, then in every replay.
+  // Our tile bodies run one kernel per op: each op once eagerly, then in every replay, then
+  // alone, cold and warm; besides them, the graph-launch sweep's.
   int64_t kernels = 0;
   for (int s = 0; s < runner.stage_count(); ++s) {
     kernels += int64_t{runner.stage_graph(s).op_count()} * (1 + options.warmup + options.runs);
   }
-  EXPECT_EQ(r.summary.kernel_records, kernels);
+  int64_t ops = 0;
+  for (int s = 0; s < runner.stage_count(); ++s) ops += runner.stage_graph(s).op_count();
+  EXPECT_EQ(r.summary.standalone_kernels, ops * 2 * options.standalone_runs);
+  EXPECT_GT(r.summary.launch_sweep_kernels, 0);
+  EXPECT_EQ(r.summary.kernel_records,
+            kernels + r.summary.standalone_kernels + r.summary.launch_sweep_kernels);
   EXPECT_EQ(r.summary.dropped_records, 0u);
 
   ASSERT_EQ(r.stages.size(), scenario.stages.size());
@@ -297,11 +332,60 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   EXPECT_GT(p.micro.kernel_gap_ns.p50, 0);
   EXPECT_GT(p.micro.counter_signal_to_wait_ns.p50, 0);
   EXPECT_LT(p.micro.counter_signal_to_wait_ns.p50, 100000);
+  // The launch sweep, at the start and beside each batch's replays: every size measured. What a
+  // launch adds beyond the traced kernels can fall to 0 for long chains (tracing lengthens them
+  // about as much as launching them takes), never for one node, and the fit stays positive.
+  auto check_sweep = [](const std::vector<simulator::GraphLaunchPoint>& points, int64_t samples,
+                        const std::string& where) {
+    ASSERT_GE(points.size(), 2u) << where;
+    std::vector<double> nodes, launch_ns;
+    for (size_t i = 0; i < points.size(); ++i) {
+      EXPECT_EQ(points[i].launch_ns.count, samples) << where << ", " << points[i].nodes;
+      if (i > 0) {
+        EXPECT_GT(points[i].nodes, points[i - 1].nodes) << where;
+      }
+      nodes.push_back(static_cast<double>(points[i].nodes));
+      launch_ns.push_back(points[i].launch_ns.p50);
+    }
+    EXPECT_GT(points.front().launch_ns.p50, 0) << where;
+    EXPECT_GT(simulator::fit_graph_launch(nodes, launch_ns).at(nodes.back()), 0) << where;
+  };
+  check_sweep(p.micro.graph_launch_by_nodes, options.micro.launches, "micro-benchmarks");
+  for (const simulator::BatchProfile& b : p.batches) {
+    check_sweep(b.graph_launch_by_nodes, options.runs, "batch " + std::to_string(b.batch));
+  }
+  // Each op alone: its kernel cold and warm, its tasks at each CTA count up to its tile count.
+  const std::vector<int> ctas = profiler::default_task_ctas(prop.multiProcessorCount);
+  const model::ModelSpec spec = model::load_model("tiny-llama");
+  const model::Scenario scenario = model::make_scenario(spec, 1, options.prompt_len);
   for (const simulator::BatchProfile& b : p.batches) {
     for (const simulator::StageProfile& s : b.stages) {
+      model::Stage stage = scenario.stage(s.stage);
+      const model::Graph g = model::build_decoder_stage(spec.decoder, stage, b.batch);
       for (const simulator::OpProfile& op : s.ops) {
-        EXPECT_TRUE(op.tasks.empty());  // needs the persistent runtime
-        EXPECT_FALSE(op.task_region.has_value());
+        SCOPED_TRACE("batch " + std::to_string(b.batch) + " " + s.stage + " " + op.name);
+        ASSERT_TRUE(op.conv.has_value());
+        ASSERT_TRUE(op.conv->standalone_cold_ns.has_value());
+        ASSERT_TRUE(op.conv->standalone_warm_ns.has_value());
+        EXPECT_EQ(op.conv->standalone_cold_ns->count, options.standalone_runs);
+        EXPECT_GT(op.conv->standalone_cold_ns->min, 0);
+        EXPECT_GT(op.conv->standalone_warm_ns->min, 0);
+        ASSERT_TRUE(op.task_region.has_value());
+        EXPECT_GT(op.task_region->threads, 0);
+        EXPECT_GT(op.task_region->registers, 0);
+        const int64_t tiles = g.op(op.index).tiling.count();
+        std::vector<int> expected;
+        for (int c : ctas) {
+          const int capped = static_cast<int>(std::min<int64_t>(c, tiles));
+          if (expected.empty() || expected.back() != capped) expected.push_back(capped);
+        }
+        std::vector<int> measured;
+        for (const simulator::TaskBenchmark& t : op.tasks) {
+          measured.push_back(t.ctas);
+          EXPECT_GE(t.duration_ns.count, std::min<int64_t>(tiles, 64));
+          EXPECT_GT(t.duration_ns.min, 0);
+        }
+        EXPECT_EQ(measured, expected);
       }
     }
   }

@@ -42,6 +42,9 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
   p.micro.region_launch_ns = c(d.region_launch_ns);
   p.micro.region_drain_ns = c(d.region_drain_ns);
   p.micro.counter_signal_to_wait_ns = c(d.signal_latency_ns);
+  if (d.dependency_check_round_ns > 0) {
+    p.micro.dependency_check_round_ns = c(d.dependency_check_round_ns);
+  }
 
   std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
   for (int64_t batch : batches) {

@@ -25,6 +25,7 @@ struct SyntheticDevice {
   int64_t region_launch_ns = 3000;
   int64_t region_drain_ns = 1000;
   int64_t signal_latency_ns = 400;
+  int64_t dependency_check_round_ns = 200;  // 0: left out of the profile, as in older ones
 };
 
 // Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,

@@ -1,0 +1,115 @@
+#include "profiler/task_bench.h"
+
+#include <algorithm>
+
+#include "executor/cuda_check.h"
+#include "model/error.h"
+#include "model/stats.h"
+#include "profiler/nvtx.h"
+
+namespace megacut::profiler {
+
+std::vector<int> default_task_ctas(int sm_count) {
+  if (sm_count < 1) throw Error("task benchmarks: the device has no SMs");
+  std::vector<int> ctas{1, std::max(1, sm_count / 4), std::max(1, sm_count / 2), sm_count};
+  ctas.erase(std::unique(ctas.begin(), ctas.end()), ctas.end());
+  return ctas;
+}
+
+std::vector<double> task_durations_ns(const executor::TaskTable& table,
+                                      const std::vector<executor::TaskTimingRecord>& records) {
+  if (static_cast<int>(records.size()) != table.task_count) {
+    throw Error("task timing: " + std::to_string(records.size()) + " records for " +
+                std::to_string(table.task_count) + " tasks");
+  }
+  std::vector<double> durations;
+  durations.reserve(records.size());
+  for (int q = 0; q < table.queue_count(); ++q) {
+    const int first = table.queue_begin[q], last = table.queue_begin[q + 1];
+    for (int i = first; i < last; ++i) {
+      const executor::TaskTimingRecord& r = records.at(table.tasks[i].index);
+      const uint64_t until =
+          i + 1 < last ? records.at(table.tasks[i + 1].index).start_ns : r.end_ns;
+      if (r.start_ns == 0 || r.end_ns < r.start_ns || until < r.start_ns) {
+        throw Error("task timing: task " + std::to_string(r.task) + " (op " + std::to_string(r.op) +
+                    ", tile " + std::to_string(r.tile) + ", queue " + std::to_string(q) +
+                    ") has no consistent record: start " + std::to_string(r.start_ns) + ", end " +
+                    std::to_string(r.end_ns) + ", next start " + std::to_string(until));
+      }
+      durations.push_back(static_cast<double>(until - r.start_ns));
+    }
+  }
+  return durations;
+}
+
+L2Flush::L2Flush() {
+  int device = 0, l2 = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
+  CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+}
+
+L2Flush::~L2Flush() {
+  if (buffer_ != nullptr) cudaFree(buffer_);
+}
+
+void L2Flush::run(cudaStream_t stream) { CUDA_CHECK(cudaMemsetAsync(buffer_, 0, bytes_, stream)); }
+
+OpTasks benchmark_op_tasks(executor::ScenarioRunner& runner, int stage, int op,
+                           const TaskBenchOptions& options, L2Flush& flush) {
+  const model::Graph& graph = runner.stage_graph(stage);
+  const int64_t tiles = graph.op(op).tiling.count();
+  std::vector<int> ctas = options.ctas;
+  for (int& c : ctas) c = static_cast<int>(std::min<int64_t>(c, tiles));
+  ctas.erase(std::unique(ctas.begin(), ctas.end()), ctas.end());
+  const cudaStream_t stream = runner.stream();
+  NvtxRange range(graph.stage() + " " + graph.op(op).name + " tasks");
+
+  // Most CTAs first: the first launch, not timed, pays for first touches of the op's code (and
+  // costs least there); the regions after it run the same kernel.
+  OpTasks result;
+  bool warm = false;
+  for (auto it = ctas.rbegin(); it != ctas.rend(); ++it) {
+    const int c = *it;
+    executor::RegionOptions region_options;
+    region_options.timing = true;
+    region_options.max_ctas = c;
+    const std::unique_ptr<executor::MegakernelRegion> region =
+        runner.make_region(stage, op, op + 1, region_options);
+    const executor::RegionConfig& config = region->config();
+    if (config.grid != c) {
+      throw Error(graph.stage() + " op " + std::to_string(op) + " " + graph.op(op).name +
+                  ": asked for a region of " + std::to_string(c) + " CTAs, got " +
+                  std::to_string(config.grid));
+    }
+    ++result.regions;
+    if (!config.cache_hit) {
+      ++result.compiled;
+      result.compile_ms += config.compile_ms;
+    }
+    if (it == ctas.rbegin()) {
+      result.region = {config.block_threads, config.registers,
+                       int64_t{config.dynamic_smem_bytes} + config.static_smem_bytes};
+    }
+    const int samples_per_launch = static_cast<int>(tiles);
+    const int launches =
+        std::clamp((options.min_samples + samples_per_launch - 1) / samples_per_launch, 1,
+                   std::max(1, options.max_launches));
+    std::vector<double> durations;
+    for (int l = warm ? 0 : -1; l < launches; ++l) {
+      flush.run(stream);
+      region->launch(stream);
+      region->check(stream);
+      if (l < 0) continue;
+      const std::vector<double> d =
+          task_durations_ns(region->table(), region->read_timings(stream));
+      durations.insert(durations.end(), d.begin(), d.end());
+    }
+    warm = true;
+    result.tasks.insert(result.tasks.begin(), {c, model::compute_stats(durations, "ns")});
+  }
+  return result;
+}
+
+}  // namespace megacut::profiler

@@ -1,0 +1,66 @@
+// Standalone benchmarks of one op at a time, for the simulator's cost model (simulator/profile.h
+// says what is measured):
+//  - tasks: the op alone as a persistent region (executor::MegakernelRegion with task timing
+//    records) at several CTA counts, its tiles placed by model::make_schedule over that many
+//    queues; each launch after an L2 flush, as in a stage where the op's weights come from
+//    memory. A task's duration runs from its start to the start of the next task on its CTA (to
+//    its end for a CTA's last task), so it holds the runtime's per-task cost;
+//  - the conventional kernel alone: timed by CUPTI in the profiler's trace window, cold (after an
+//    L2 flush) and warm (right after a launch of itself); profiler.cc does that part.
+// Every measurement is of the op on its own, never of a composition the simulator will predict.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/megakernel.h"
+#include "executor/runner.h"
+#include "simulator/profile.h"
+
+namespace megacut::profiler {
+
+struct TaskBenchOptions {
+  std::vector<int> ctas;  // CTA counts, increasing; empty: default_task_ctas(SMs)
+  int min_samples = 64;   // timed launches per CTA count until this many task durations...
+  int max_launches = 8;   // ...but at most this many, and at least one
+};
+
+// 1, a quarter, half and all of the SMs (duplicates dropped on small devices).
+std::vector<int> default_task_ctas(int sm_count);
+
+// The duration of each task of one launch, in the table's order (queue after queue): see the
+// file comment. Throws megacut::Error if a record is missing or runs backwards.
+std::vector<double> task_durations_ns(const executor::TaskTable& table,
+                                      const std::vector<executor::TaskTimingRecord>& records);
+
+// Launches `stream` work that evicts the device's L2: a memset of twice its size.
+class L2Flush {
+ public:
+  L2Flush();
+  ~L2Flush();
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+  void run(cudaStream_t stream);
+
+ private:
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct OpTasks {
+  simulator::RegionConfig region;  // of the single-op region (the largest CTA count's)
+  std::vector<simulator::TaskBenchmark> tasks;
+  int regions = 0;        // single-op regions built (one per distinct CTA count)
+  int compiled = 0;       // of which compiled their kernel (not found in the kernel cache)
+  double compile_ms = 0;  // NVRTC time of those
+};
+
+// Op `op` of `stage` of `runner`, alone, at each of options.ctas (capped at the op's tile
+// count; duplicates after the cap are measured once).
+OpTasks benchmark_op_tasks(executor::ScenarioRunner& runner, int stage, int op,
+                           const TaskBenchOptions& options, L2Flush& flush);
+
+}  // namespace megacut::profiler
