@@ -31,6 +31,7 @@ struct PlanCommandOptions {
   int threads = 0;
   bool allow_interpolate = false;
   bool pdl = false;
+  double min_gain_percent = 5;
 };
 
 std::string percent(double share) {
@@ -90,7 +91,7 @@ std::string summary(const Evaluated& e) {
   return text;
 }
 
-void print_batch(const planner::BatchPlan& b) {
+void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
   const Evaluated& best = b.best();
   std::printf("\nbatch %lld\n", static_cast<long long>(b.batch));
   for (const std::string& note : b.notes) std::printf("  note: %s\n", note.c_str());
@@ -119,6 +120,12 @@ void print_batch(const planner::BatchPlan& b) {
                 right_align(format_ns(e.decode_step_ns), 12).c_str(),
                 format_count(static_cast<int64_t>(std::llround(e.throughput_per_s))).c_str(),
                 percent(e.coverage()).c_str(), summary(e).c_str());
+  }
+  if (!planner::worth_building(b, plan.min_gain, plan.objective)) {
+    std::printf(
+        "  settles on all-conventional: the best gains less than %s over it (--min-gain), "
+        "within the simulator's error\n",
+        percent(plan.min_gain).c_str());
   }
 }
 
@@ -170,22 +177,25 @@ void print_pareto(const planner::Plan& plan) {
 
 void print_category(const planner::Plan& plan) {
   std::printf(
-      "\nmegakernel coverage of the best composition (share of predicted time inside mk "
-      "regions)\n  %6s",
+      "\nmegakernel coverage of the composition each batch settles on (share of predicted time "
+      "inside mk regions)\n  %6s",
       "batch");
   for (const model::StageShape& s : plan.stages) std::printf(" %10s", s.name.c_str());
   std::printf(" %10s\n", "overall");
   for (const planner::BatchPlan& b : plan.batches) {
+    const Evaluated& e = planner::settled(b, plan.min_gain, plan.objective);
     std::printf("  %6lld", static_cast<long long>(b.batch));
     for (const model::StageShape& s : plan.stages) {
-      std::printf(" %10s", percent(b.best().coverage(s.name)).c_str());
+      std::printf(" %10s", percent(e.coverage(s.name)).c_str());
     }
-    std::printf(" %10s\n", percent(b.best().coverage()).c_str());
+    std::printf(" %10s\n", percent(e.coverage()).c_str());
   }
   std::printf("\ncategory: %s: %s\n", std::string(planner::category_name(plan.category)).c_str(),
               std::string(planner::category_definition(plan.category)).c_str());
   std::printf(
-      "categories (\"One Megakernel is Not Enough\"), from the best composition per batch:\n");
+      "categories (\"One Megakernel is Not Enough\"), from the composition each batch settles "
+      "on: its best, or all-conventional where the best gains less than %s (--min-gain):\n",
+      percent(plan.min_gain).c_str());
   for (planner::Category c : planner::kCategories) {
     std::printf("  %-21s %s\n", std::string(planner::category_name(c)).c_str(),
                 std::string(planner::category_definition(c)).c_str());
@@ -229,6 +239,8 @@ void run(const PlanCommandOptions& o) {
   options.threads = o.threads;
   options.sim.allow_interpolate = o.allow_interpolate;
   options.sim.pdl = o.pdl;
+  if (!(o.min_gain_percent >= 0)) throw Error("--min-gain: must not be negative");
+  options.min_gain = o.min_gain_percent / 100;
   const simulator::Profile profile = simulator::read_profile(o.profile);
 
   ProgressLine line;
@@ -262,7 +274,7 @@ void run(const PlanCommandOptions& o) {
         "decode step; Pareto front below\n");
   }
   print_search(plan);
-  for (const planner::BatchPlan& b : plan.batches) print_batch(b);
+  for (const planner::BatchPlan& b : plan.batches) print_batch(plan, b);
   if (!plan.objective) print_pareto(plan);
   print_category(plan);
   if (!o.json_path.empty()) {
@@ -291,8 +303,11 @@ void add_plan_command(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "Search threads (default: one per hardware thread)");
   cmd->add_flag("--allow-interpolate", o->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");
+  cmd->add_option("--min-gain", o->min_gain_percent,
+                  "Percent a composition must gain over all-conventional to be worth building")
+      ->capture_default_str();
   cmd->add_flag("--pdl", o->pdl,
-                "Region boundaries next to mk regions use Programmatic Dependent Launch");
+                "Our kernels launch with Programmatic Dependent Launch (as megacut run --pdl)");
   cmd->callback([o] { run(*o); });
 }
 

@@ -12,5 +12,6 @@ void add_plan_command(CLI::App& root);
 // The GPU commands exist only in builds with the CUDA toolkit (MEGACUT_WITH_GPU_COMMANDS).
 void add_run_command(CLI::App& root);
 void add_profile_command(CLI::App& root);
+void add_validate_command(CLI::App& root);
 
 }  // namespace megacut::app

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
 #ifdef MEGACUT_WITH_GPU_COMMANDS
   megacut::app::add_run_command(app);
   megacut::app::add_profile_command(app);
+  megacut::app::add_validate_command(app);
 #endif
   try {
     app.parse(argc, argv);

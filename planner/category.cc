@@ -48,8 +48,33 @@ std::string_view category_definition(Category category) {
   return "?";
 }
 
-Category classify(const std::vector<BatchPlan>& batches) {
-  if (batches.empty()) return Category::mixed;
+bool worth_building(const BatchPlan& b, double min_gain, std::optional<Objective> objective) {
+  const Evaluated& best = b.best();
+  const bool throughput = objective == Objective::throughput;
+  const double conv =
+      static_cast<double>(throughput ? b.all_conv.decode_step_ns : b.all_conv.ttfo_ns);
+  const double mine = static_cast<double>(throughput ? best.decode_step_ns : best.ttfo_ns);
+  return best.mk_regions() == 0 || conv >= mine * (1 + min_gain);
+}
+
+const Evaluated& settled(const BatchPlan& b, double min_gain, std::optional<Objective> objective) {
+  return worth_building(b, min_gain, objective) ? b.best() : b.all_conv;
+}
+
+Category classify(const std::vector<BatchPlan>& raw_batches, double min_gain,
+                  std::optional<Objective> objective) {
+  if (raw_batches.empty()) return Category::mixed;
+  // Each batch as it settles: what follows reads only best(), so a copy whose ranked list
+  // starts with the settled composition stands in for it.
+  std::vector<BatchPlan> batches;
+  for (const BatchPlan& b : raw_batches) {
+    BatchPlan s;
+    s.batch = b.batch;
+    s.all_conv = b.all_conv;
+    s.all_mk = b.all_mk;
+    s.ranked = {settled(b, min_gain, objective)};
+    batches.push_back(std::move(s));
+  }
   const auto has_mk = [](const BatchPlan& b) { return b.best().mk_regions() > 0; };
   if (std::none_of(batches.begin(), batches.end(), has_mk)) {
     const bool mk_predicted = std::all_of(batches.begin(), batches.end(),

@@ -286,8 +286,8 @@ bool operator==(const Plan& a, const Plan& b) {
          std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
                     shapes_equal) &&
          a.objective == b.objective && a.top_k == b.top_k && a.batches == b.batches &&
-         a.pareto == b.pareto && a.category == b.category && a.threads == b.threads &&
-         a.seconds == b.seconds;
+         a.pareto == b.pareto && a.category == b.category && a.min_gain == b.min_gain &&
+         a.threads == b.threads && a.seconds == b.seconds;
 }
 
 Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
@@ -380,7 +380,8 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     plan.stages.push_back({s.stage, static_cast<int>(s.stats.ops)});
   }
   plan.pareto = pareto_front(plan.batches);
-  plan.category = classify(plan.batches);
+  plan.min_gain = options.min_gain;
+  plan.category = classify(plan.batches, options.min_gain, options.objective);
   plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plan;
 }

@@ -94,11 +94,20 @@ std::string_view category_name(Category category);  // "megakernel-stable", ...,
 std::string_view category_definition(Category category);
 // Coverage moves by less than this (0.5 points) between batch sizes count as flat.
 inline constexpr double kCoverageTolerance = 0.005;
-// From the best composition of each batch size, in increasing batch order: undetermined if none
-// has an mk region and some batch could not predict one (no task benchmarks), averse if none has
-// an mk region, stable if all are the same, else receding or advancing by how each stage's
-// coverage moves (category_definition), else mixed.
-Category classify(const std::vector<BatchPlan>& batches);
+// Whether a batch's best composition is predicted to beat all-conventional by at least
+// `min_gain` (a fraction) in the objective's first figure (the decode step under throughput,
+// else TTFO). A smaller gain is within the simulator's own error on real runs
+// (reports/h200/README.md): all-conventional, with nothing to build, is then the choice.
+bool worth_building(const BatchPlan& b, double min_gain, std::optional<Objective> objective);
+// The composition a batch settles on: its best if worth_building, else all-conventional.
+const Evaluated& settled(const BatchPlan& b, double min_gain, std::optional<Objective> objective);
+
+// From the composition each batch size settles on, in increasing batch order: undetermined if
+// none has an mk region and some batch could not predict one (no task benchmarks), averse if
+// none has an mk region, stable if all are the same, else receding or advancing by how each
+// stage's coverage moves (category_definition), else mixed.
+Category classify(const std::vector<BatchPlan>& batches, double min_gain = 0,
+                  std::optional<Objective> objective = {});
 
 struct ParetoPoint {
   int64_t batch = 0;
@@ -121,6 +130,7 @@ struct Plan {
   std::vector<BatchPlan> batches;   // increasing batch
   std::vector<ParetoPoint> pareto;  // increasing TTFO, decreasing throughput
   Category category = Category::mixed;
+  double min_gain = 0;  // PlanOptions::min_gain, as classified
   int threads = 0;
   double seconds = 0;
 
@@ -134,6 +144,9 @@ struct PlanOptions {
   int top_k = 5;
   std::optional<Objective> objective;
   int threads = 0;  // 0: one per hardware thread
+  // A best composition that beats all-conventional by less (a fraction) counts as
+  // all-conventional for the category (worth_building).
+  double min_gain = 0;
   simulator::SimOptions sim;
   // Fraction done in [0, 1] and what is being searched; called from worker threads, one at a
   // time.

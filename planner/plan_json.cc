@@ -201,7 +201,8 @@ json plan_to_json(const Plan& plan) {
           {"pareto", pareto},
           {"category",
            {{"name", category_name(plan.category)},
-            {"definition", category_definition(plan.category)}}},
+            {"definition", category_definition(plan.category)},
+            {"min_gain", plan.min_gain}}},
           {"category_definitions", definitions}};
 }
 
@@ -286,6 +287,7 @@ Plan plan_from_json(const json& j, std::string_view file) {
                            in.number(pareto[i], at, "throughput_per_s")});
   }
   const std::string category = in.text(in.need(j, "", "category"), "category", "name");
+  plan.min_gain = in.number(in.need(j, "", "category"), "category", "min_gain");
   bool known = false;
   for (Category c : kCategories) {
     if (category_name(c) == category) {

@@ -63,6 +63,11 @@ Profile random_profile(const std::string& model, const std::vector<int64_t>& bat
       }
     }
   }
+  // A graph launch that grows with the nodes (each region pays for its own).
+  const double fixed_ns = uniform(0, 6000), node_ns = uniform(0, 400);
+  for (int64_t n : {1, 64, 512}) {
+    p.micro.graph_launch_by_nodes.push_back({n, c(fixed_ns + node_ns * static_cast<double>(n))});
+  }
   return p;
 }
 
@@ -314,6 +319,34 @@ TEST(CategoryTest, ClassifyFollowsTheDefinitions) {
   EXPECT_EQ(sweep({0.5, 0.1, 0.6}), Category::mixed);
   // Flat coverage while the composition changes.
   EXPECT_EQ(sweep({0.3, 0.302, 0.3}), Category::mixed);
+}
+
+TEST(CategoryTest, ASmallGainSettlesOnAllConventional) {
+  // One batch whose best (an mk region) takes 1,000 ns of TTFO and 900 ns of decode step
+  // against all-conventional's 1,030 and 1,000: a 3% and an 11.1% gain.
+  Evaluated conv, best;
+  conv.composition.stages = {{"decode", {{RegionKind::conv, 0, 10}}}};
+  conv.text = conv.composition.to_string();
+  conv.ttfo_ns = 1030;
+  conv.decode_step_ns = 1000;
+  conv.stages = {{"decode", 1000, 0}};
+  best.composition.stages = {{"decode", {{RegionKind::mk, 0, 10}}}};
+  best.text = best.composition.to_string();
+  best.ttfo_ns = 1000;
+  best.decode_step_ns = 900;
+  best.stages = {{"decode", 900, 900}};
+  const BatchPlan b{1, {best}, conv, best, {}, {}};
+  EXPECT_TRUE(worth_building(b, 0.02, Objective::ttfo));
+  EXPECT_FALSE(worth_building(b, 0.05, Objective::ttfo));
+  EXPECT_FALSE(worth_building(b, 0.05, std::nullopt));  // ranked by TTFO
+  EXPECT_TRUE(worth_building(b, 0.05, Objective::throughput));
+  EXPECT_EQ(settled(b, 0.05, Objective::ttfo).text, conv.text);
+  EXPECT_EQ(settled(b, 0.02, Objective::ttfo).text, best.text);
+  EXPECT_EQ(classify({b}, 0.05), Category::averse);
+  EXPECT_EQ(classify({b}, 0.02), Category::stable);
+  // All-conventional is always worth what it costs: nothing to build.
+  const BatchPlan plain{1, {conv}, conv, best, {}, {}};
+  EXPECT_TRUE(worth_building(plain, 0.5, Objective::ttfo));
 }
 
 TEST(PlanTest, RanksByTheObjectiveAndBeatsOrMatchesTheBaselines) {

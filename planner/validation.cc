@@ -1,0 +1,419 @@
+#include "planner/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+
+#include "model/error.h"
+
+namespace megacut::planner {
+namespace {
+
+using nlohmann::json;
+
+// The definitions of the file comment, as the outputs state them.
+constexpr std::pair<const char*, const char*> kDefinitions[] = {
+    {"ttfo_ape",
+     "absolute percentage error of the predicted TTFO against the measured TTFO p50 (the "
+     "simulator estimates the median): |predicted - measured| / measured"},
+    {"decode_step_ape", "the same for the decode step"},
+    {"mape",
+     "mean of the candidates' absolute percentage errors, over the candidates with both "
+     "a prediction and a measurement"},
+    {"kendall_tau",
+     "Kendall's tau-b between predicted TTFO and measured TTFO p50 over those candidates: "
+     "(concordant - discordant) / sqrt((n0 - n1)(n0 - n2)), n0 = n(n-1)/2 pairs, n1 and n2 the "
+     "pairs tied in the prediction and in the measurement"},
+    {"predicted_best", "the least predicted TTFO (the first in list order among equals)"},
+    {"measured_best", "the least measured TTFO p50 over every measured candidate"},
+    {"spread", "the measured best's run-to-run spread of TTFO: (p95 - p50) / p50"},
+    {"hit",
+     "the predicted best's measured TTFO p50 exceeds the measured best's by at most max(2%, "
+     "spread) of the measured best's"},
+    {"regret",
+     "(measured TTFO p50 of the predicted best - that of the measured best) / that of the "
+     "measured best"}};
+
+double to_ns(double value, const model::LatencyStats& stats) {
+  const double scale = model::unit_ns(stats.unit);
+  if (scale <= 0) throw Error("validation: unknown time unit '" + stats.unit + "'");
+  return value * scale;
+}
+
+std::optional<double> mean(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+json optional_json(const std::optional<double>& value, double scale = 1) {
+  return value ? json(*value * scale) : json(nullptr);
+}
+
+json percent_json(const std::optional<double>& fraction) { return optional_json(fraction, 100); }
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+std::string percent_text(const std::optional<double>& fraction) {
+  return fraction ? format("%.1f%%", 100 * *fraction) : "—";
+}
+
+std::string ms_text(const std::optional<double>& ns) {
+  return ns ? format("%.3f", *ns / 1e6) : "—";
+}
+
+std::string tau_text(const std::optional<double>& tau) { return tau ? format("%.3f", *tau) : "—"; }
+
+std::string hit_text(const std::optional<bool>& hit) { return hit ? (*hit ? "yes" : "no") : "—"; }
+
+std::string candidate_name(const BatchValidation& b, const std::optional<size_t>& index) {
+  return index ? b.candidates[*index].candidate.label() : "—";
+}
+
+json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& m) {
+  json predicted = nullptr;
+  if (c.predicted) {
+    predicted = {{"ttfo_ns", c.predicted->ttfo_ns},
+                 {"decode_step_ns", c.predicted->decode_step_ns}};
+  }
+  json measured = nullptr;
+  if (c.measured) {
+    measured = {{"ttfo", model::stats_to_json(c.measured->ttfo)},
+                {"decode_step", model::stats_to_json(c.measured->decode_step)}};
+  }
+  json out = {{"labels", c.candidate.labels},
+              {"composition", c.candidate.text},
+              {"pdl", c.candidate.pdl},
+              {"predicted", predicted},
+              {"measured", measured},
+              {"ttfo_ape_percent", percent_json(c.ttfo_ape)},
+              {"decode_step_ape_percent", percent_json(c.decode_step_ape)},
+              {"predicted_best", m.predicted_best == index},
+              {"measured_best", m.measured_best == index}};
+  if (!c.prediction_error.empty()) out["prediction_error"] = c.prediction_error;
+  if (!c.measurement_error.empty()) out["measurement_error"] = c.measurement_error;
+  return out;
+}
+
+json metrics_json(const BatchMetrics& m) {
+  return {{"scored", m.scored},
+          {"ttfo_mape_percent", percent_json(m.ttfo_mape)},
+          {"decode_step_mape_percent", percent_json(m.decode_step_mape)},
+          {"kendall_tau", optional_json(m.kendall_tau)},
+          {"predicted_best", m.predicted_best ? json(*m.predicted_best) : json(nullptr)},
+          {"measured_best", m.measured_best ? json(*m.measured_best) : json(nullptr)},
+          {"spread_percent", percent_json(m.spread)},
+          {"tolerance_percent", percent_json(m.tolerance)},
+          {"regret_percent", percent_json(m.regret)},
+          {"hit", m.hit ? json(*m.hit) : json(nullptr)}};
+}
+
+// Measured statistics of a candidate in ns, or none.
+std::optional<double> measured_ns(const CandidateResult& c, double model::LatencyStats::*field,
+                                  bool decode = false) {
+  if (!c.measured) return std::nullopt;
+  const model::LatencyStats& s = decode ? c.measured->decode_step : c.measured->ttfo;
+  return to_ns(s.*field, s);
+}
+
+std::optional<double> predicted_ns(const CandidateResult& c, bool decode = false) {
+  if (!c.predicted) return std::nullopt;
+  return static_cast<double>(decode ? c.predicted->decode_step_ns : c.predicted->ttfo_ns);
+}
+
+void batch_markdown(std::string& md, const BatchValidation& b) {
+  const BatchMetrics& m = b.metrics;
+  md += "\n## Batch " + std::to_string(b.batch) + "\n\n";
+  for (const std::string& note : b.notes) md += "Note: " + note + "\n\n";
+  md +=
+      "| # | candidate | best | TTFO predicted (ms) | TTFO p50 (ms) | TTFO p95 (ms) | TTFO error "
+      "| decode predicted (ms) | decode p50 (ms) | decode error | composition |\n"
+      "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  std::string problems;
+  for (size_t i = 0; i < b.candidates.size(); ++i) {
+    const CandidateResult& c = b.candidates[i];
+    const bool pb = m.predicted_best == i, mb = m.measured_best == i;
+    const char* best = pb && mb ? "predicted, measured" : pb ? "predicted" : mb ? "measured" : "";
+    md += "| " + std::to_string(i + 1) + " | " + c.candidate.label() + " | " + best + " | " +
+          ms_text(predicted_ns(c)) + " | " + ms_text(measured_ns(c, &model::LatencyStats::p50)) +
+          " | " + ms_text(measured_ns(c, &model::LatencyStats::p95)) + " | " +
+          percent_text(c.ttfo_ape) + " | " + ms_text(predicted_ns(c, true)) + " | " +
+          ms_text(measured_ns(c, &model::LatencyStats::p50, true)) + " | " +
+          percent_text(c.decode_step_ape) + " | `" + c.candidate.text + "`" +
+          (c.candidate.pdl ? " with PDL" : "") + " |\n";
+    if (!c.prediction_error.empty()) {
+      problems += "- " + std::to_string(i + 1) + " (" + c.candidate.label() +
+                  "): no prediction: " + c.prediction_error + "\n";
+    }
+    if (!c.measurement_error.empty()) {
+      problems += "- " + std::to_string(i + 1) + " (" + c.candidate.label() +
+                  "): not measured: " + c.measurement_error + "\n";
+    }
+  }
+  if (!problems.empty()) md += "\n" + problems;
+  md += "\nTTFO MAPE " + percent_text(m.ttfo_mape) + ", decode step MAPE " +
+        percent_text(m.decode_step_mape) + ", Kendall τ " + tau_text(m.kendall_tau) + " over " +
+        std::to_string(m.scored) + " candidates; hit: " + hit_text(m.hit) + " (regret " +
+        percent_text(m.regret) + ", tolerance " + percent_text(m.tolerance) + ").\n";
+}
+
+}  // namespace
+
+std::string Candidate::label() const {
+  std::string text;
+  for (const std::string& l : labels) text += (text.empty() ? "" : ", ") + l;
+  return text;
+}
+
+model::Composition merge_conv_regions(model::Composition composition) {
+  for (model::StageRegions& s : composition.stages) {
+    std::vector<model::Region> merged;
+    for (const model::Region& r : s.regions) {
+      if (!merged.empty() && r.kind == model::RegionKind::conv &&
+          merged.back().kind == model::RegionKind::conv && merged.back().end == r.begin) {
+        merged.back().end = r.end;
+      } else {
+        merged.push_back(r);
+      }
+    }
+    s.regions = std::move(merged);
+  }
+  return composition;
+}
+
+void add_candidate(std::vector<Candidate>& list, std::string label,
+                   const model::Composition& composition, bool pdl) {
+  model::Composition merged = merge_conv_regions(composition);
+  std::string text = merged.to_string();
+  for (Candidate& c : list) {
+    if (c.text == text && c.pdl == pdl) {
+      if (std::find(c.labels.begin(), c.labels.end(), label) == c.labels.end()) {
+        c.labels.push_back(std::move(label));
+      }
+      return;
+    }
+  }
+  list.push_back({{std::move(label)}, std::move(merged), std::move(text), pdl});
+}
+
+std::vector<Candidate> validation_candidates(const BatchPlan& plan,
+                                             const std::vector<model::StageShape>& shapes,
+                                             const std::vector<model::Composition>& random,
+                                             bool with_pdl) {
+  std::vector<Candidate> list;
+  for (size_t i = 0; i < plan.ranked.size(); ++i) {
+    add_candidate(list, "top " + std::to_string(i + 1), plan.ranked[i].composition);
+  }
+  add_candidate(list, "mk", model::uniform_composition(shapes, model::RegionKind::mk));
+  const model::Composition conv = model::uniform_composition(shapes, model::RegionKind::conv);
+  add_candidate(list, "conv", conv);
+  if (with_pdl) add_candidate(list, "conv+pdl", conv, true);
+  for (size_t i = 0; i < random.size(); ++i) {
+    add_candidate(list, "random " + std::to_string(i + 1), random[i]);
+  }
+  return list;
+}
+
+std::vector<CandidateResult> predict_candidates(const simulator::Profile& profile,
+                                                simulator::SimOptions options, int64_t batch,
+                                                const std::vector<Candidate>& candidates) {
+  std::unique_ptr<simulator::Simulator> sims[2];  // without PDL, with PDL: made when needed
+  std::vector<CandidateResult> out;
+  for (const Candidate& c : candidates) {
+    CandidateResult r;
+    r.candidate = c;
+    std::unique_ptr<simulator::Simulator>& sim = sims[c.pdl ? 1 : 0];
+    if (!sim) {
+      options.pdl = c.pdl;
+      sim = std::make_unique<simulator::Simulator>(profile, options);
+    }
+    try {
+      const simulator::Prediction p = sim->simulate(c.composition, batch);
+      r.predicted = Predicted{p.ttfo_ns, p.decode_step_ns};
+    } catch (const Error& e) {
+      r.prediction_error = e.what();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+double absolute_percentage_error(double predicted, double measured) {
+  if (!(measured > 0)) {
+    throw Error("validation: a measured time of " + std::to_string(measured) +
+                " cannot score a prediction");
+  }
+  return std::abs(predicted - measured) / measured;
+}
+
+std::optional<double> kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size()) throw Error("kendall_tau_b: lists of different lengths");
+  int64_t concordant = 0, discordant = 0, tied_x = 0, tied_y = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    for (size_t j = i + 1; j < x.size(); ++j) {
+      const int sx = (x[i] < x[j]) - (x[j] < x[i]);
+      const int sy = (y[i] < y[j]) - (y[j] < y[i]);
+      tied_x += sx == 0;
+      tied_y += sy == 0;
+      if (sx != 0 && sy != 0) (sx == sy ? concordant : discordant) += 1;
+    }
+  }
+  const int64_t n = static_cast<int64_t>(x.size()), pairs = n * (n - 1) / 2;
+  const double denominator =
+      std::sqrt(static_cast<double>(pairs - tied_x) * static_cast<double>(pairs - tied_y));
+  if (!(denominator > 0)) return std::nullopt;
+  return static_cast<double>(concordant - discordant) / denominator;
+}
+
+BatchMetrics score_batch(std::vector<CandidateResult>& candidates) {
+  BatchMetrics m;
+  std::vector<double> ttfo_errors, step_errors, predicted, measured;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    CandidateResult& c = candidates[i];
+    c.ttfo_ape.reset();
+    c.decode_step_ape.reset();
+    const std::optional<double> p = predicted_ns(c), ms = measured_ns(c, &model::LatencyStats::p50);
+    if (p && (!m.predicted_best || *p < *predicted_ns(candidates[*m.predicted_best]))) {
+      m.predicted_best = i;
+    }
+    if (ms && (!m.measured_best ||
+               *ms < *measured_ns(candidates[*m.measured_best], &model::LatencyStats::p50))) {
+      m.measured_best = i;
+    }
+    if (!p || !ms) continue;
+    c.ttfo_ape = absolute_percentage_error(*p, *ms);
+    c.decode_step_ape = absolute_percentage_error(*predicted_ns(c, true),
+                                                  *measured_ns(c, &model::LatencyStats::p50, true));
+    ttfo_errors.push_back(*c.ttfo_ape);
+    step_errors.push_back(*c.decode_step_ape);
+    predicted.push_back(*p);
+    measured.push_back(*ms);
+  }
+  m.scored = static_cast<int>(ttfo_errors.size());
+  m.ttfo_mape = mean(ttfo_errors);
+  m.decode_step_mape = mean(step_errors);
+  m.kendall_tau = kendall_tau_b(predicted, measured);
+  if (m.measured_best) {
+    const CandidateResult& best = candidates[*m.measured_best];
+    const double p50 = *measured_ns(best, &model::LatencyStats::p50);
+    m.spread = (*measured_ns(best, &model::LatencyStats::p95) - p50) / p50;
+    m.tolerance = std::max(kHitTolerance, *m.spread);
+    if (m.predicted_best) {
+      if (const std::optional<double> chosen =
+              measured_ns(candidates[*m.predicted_best], &model::LatencyStats::p50)) {
+        m.regret = (*chosen - p50) / p50;
+        m.hit = *m.regret <= *m.tolerance;
+      }
+    }
+  }
+  return m;
+}
+
+OverallMetrics score_overall(const std::vector<BatchValidation>& batches) {
+  OverallMetrics o;
+  std::vector<double> ttfo_errors, step_errors;
+  for (const BatchValidation& b : batches) {
+    for (const CandidateResult& c : b.candidates) {
+      if (c.ttfo_ape) ttfo_errors.push_back(*c.ttfo_ape);
+      if (c.decode_step_ape) step_errors.push_back(*c.decode_step_ape);
+    }
+    const BatchMetrics& m = b.metrics;
+    if (m.ttfo_mape)
+      o.worst_batch_ttfo_mape = std::max(o.worst_batch_ttfo_mape.value_or(0), *m.ttfo_mape);
+    if (m.kendall_tau) {
+      o.min_kendall_tau = std::min(o.min_kendall_tau.value_or(1), *m.kendall_tau);
+    }
+    if (m.hit) {
+      o.hits += *m.hit;
+      ++o.judged;
+    }
+  }
+  o.scored = static_cast<int>(ttfo_errors.size());
+  o.ttfo_mape = mean(ttfo_errors);
+  o.decode_step_mape = mean(step_errors);
+  return o;
+}
+
+json validation_to_json(const Validation& v) {
+  json definitions = json::object();
+  for (const auto& [name, text] : kDefinitions) definitions[name] = text;
+  definitions["hit_tolerance_percent"] = 100 * kHitTolerance;
+  json batches = json::array();
+  for (const BatchValidation& b : v.batches) {
+    json candidates = json::array();
+    for (size_t i = 0; i < b.candidates.size(); ++i) {
+      candidates.push_back(candidate_json(b.candidates[i], i, b.metrics));
+    }
+    batches.push_back({{"batch", b.batch},
+                       {"notes", b.notes},
+                       {"candidates", candidates},
+                       {"metrics", metrics_json(b.metrics)}});
+  }
+  const OverallMetrics o = score_overall(v.batches);
+  return {{"schema", kValidationSchema},
+          {"model", v.model},
+          {"device", v.device},
+          {"profile", v.profile},
+          {"profile_device", v.profile_device},
+          {"prompt_len", v.prompt_len},
+          {"provider", v.provider},
+          {"runs", v.runs},
+          {"warmup_runs", v.warmup},
+          {"seed", v.seed},
+          {"top_k", v.top_k},
+          {"random", v.random},
+          {"category", v.category},
+          {"definitions", definitions},
+          {"batches", batches},
+          {"overall",
+           {{"scored", o.scored},
+            {"ttfo_mape_percent", percent_json(o.ttfo_mape)},
+            {"decode_step_mape_percent", percent_json(o.decode_step_mape)},
+            {"worst_batch_ttfo_mape_percent", percent_json(o.worst_batch_ttfo_mape)},
+            {"min_kendall_tau", optional_json(o.min_kendall_tau)},
+            {"hits", o.hits},
+            {"judged", o.judged}}}};
+}
+
+std::string validation_markdown(const Validation& v) {
+  std::string md = "# Validation: " + v.model + " on " + v.device + "\n\n";
+  md += "Profile `" + v.profile + "` (measured on " + v.profile_device + "); prompt " +
+        std::to_string(v.prompt_len) + " tokens; linear provider " + v.provider +
+        "; each "
+        "candidate " +
+        std::to_string(v.warmup) + " warm-up and " + std::to_string(v.runs) +
+        " timed runs; planner's top " + std::to_string(v.top_k) + ", " + std::to_string(v.random) +
+        " random compositions (seed " + std::to_string(v.seed) + "); category " + v.category +
+        ".\n";
+  md +=
+      "\n## Summary\n\n"
+      "| batch | predicted best | measured best | hit | regret | spread | TTFO MAPE | decode MAPE "
+      "| τ | candidates |\n"
+      "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const BatchValidation& b : v.batches) {
+    const BatchMetrics& m = b.metrics;
+    md += "| " + std::to_string(b.batch) + " | " + candidate_name(b, m.predicted_best) + " | " +
+          candidate_name(b, m.measured_best) + " | " + hit_text(m.hit) + " | " +
+          percent_text(m.regret) + " | " + percent_text(m.spread) + " | " +
+          percent_text(m.ttfo_mape) + " | " + percent_text(m.decode_step_mape) + " | " +
+          tau_text(m.kendall_tau) + " | " + std::to_string(m.scored) + " of " +
+          std::to_string(b.candidates.size()) + " |\n";
+  }
+  const OverallMetrics o = score_overall(v.batches);
+  md += "\nOverall: TTFO MAPE " + percent_text(o.ttfo_mape) + " (worst batch " +
+        percent_text(o.worst_batch_ttfo_mape) + "), decode step MAPE " +
+        percent_text(o.decode_step_mape) + " over " + std::to_string(o.scored) +
+        " candidates; hits " + std::to_string(o.hits) + " of " + std::to_string(o.judged) +
+        "; lowest τ " + tau_text(o.min_kendall_tau) + ".\n";
+  for (const BatchValidation& b : v.batches) batch_markdown(md, b);
+  md += "\n## Definitions\n\n";
+  for (const auto& [name, text] : kDefinitions) md += "- " + std::string(name) + ": " + text + "\n";
+  return md;
+}
+
+}  // namespace megacut::planner
