@@ -13,6 +13,7 @@
 #include "app/commands.h"
 #include "app/format.h"
 #include "model/error.h"
+#include "model/text.h"
 #include "planner/plan.h"
 #include "simulator/profile.h"
 
@@ -33,12 +34,6 @@ struct PlanCommandOptions {
   bool pdl = false;
   double min_gain_percent = 5;
 };
-
-std::string percent(double share) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
-  return text;
-}
 
 // "1.184x": how many times longer the baseline takes.
 std::string times(TimeNs baseline, TimeNs value) {
@@ -119,13 +114,13 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
     std::printf("  %4zu %s %s %11s %9s  %s\n", i + 1, right_align(format_ns(e.ttfo_ns), 12).c_str(),
                 right_align(format_ns(e.decode_step_ns), 12).c_str(),
                 format_count(static_cast<int64_t>(std::llround(e.throughput_per_s))).c_str(),
-                percent(e.coverage()).c_str(), summary(e).c_str());
+                model::percent_text(e.coverage()).c_str(), summary(e).c_str());
   }
   if (!planner::worth_building(b, plan.min_gain, plan.objective)) {
     std::printf(
         "  settles on all-conventional: the best gains less than %s over it (--min-gain), "
         "within the simulator's error\n",
-        percent(plan.min_gain).c_str());
+        model::percent_text(plan.min_gain).c_str());
   }
 }
 
@@ -148,7 +143,8 @@ void print_search(const planner::Plan& plan) {
       "simulated (%s; the rest pruned by lower bounds), %s of them continued from a longer "
       "region's run; %s tasks simulated; %.2f s on %d thread%s\n",
       ops.c_str(), format_count(regions).c_str(), format_count(simulated).c_str(),
-      percent(regions > 0 ? static_cast<double>(simulated) / static_cast<double>(regions) : 0)
+      model::percent_text(
+          regions > 0 ? static_cast<double>(simulated) / static_cast<double>(regions) : 0)
           .c_str(),
       format_count(resumed).c_str(), format_count(tasks).c_str(), plan.seconds, plan.threads,
       plan.threads == 1 ? "" : "s");
@@ -186,16 +182,16 @@ void print_category(const planner::Plan& plan) {
     const Evaluated& e = planner::settled(b, plan.min_gain, plan.objective);
     std::printf("  %6lld", static_cast<long long>(b.batch));
     for (const model::StageShape& s : plan.stages) {
-      std::printf(" %10s", percent(e.coverage(s.name)).c_str());
+      std::printf(" %10s", model::percent_text(e.coverage(s.name)).c_str());
     }
-    std::printf(" %10s\n", percent(e.coverage()).c_str());
+    std::printf(" %10s\n", model::percent_text(e.coverage()).c_str());
   }
   std::printf("\ncategory: %s: %s\n", std::string(planner::category_name(plan.category)).c_str(),
               std::string(planner::category_definition(plan.category)).c_str());
   std::printf(
       "categories (\"One Megakernel is Not Enough\"), from the composition each batch settles "
       "on: its best, or all-conventional where the best gains less than %s (--min-gain):\n",
-      percent(plan.min_gain).c_str());
+      model::percent_text(plan.min_gain).c_str());
   for (planner::Category c : planner::kCategories) {
     std::printf("  %-21s %s\n", std::string(planner::category_name(c)).c_str(),
                 std::string(planner::category_definition(c)).c_str());

@@ -10,6 +10,7 @@
 #include "app/format.h"
 #include "app/terminal.h"
 #include "model/error.h"
+#include "model/text.h"
 #include "profiler/profiler.h"
 
 namespace megacut::app {
@@ -30,12 +31,6 @@ struct ProfileCommandOptions {
   std::vector<int> task_ctas;
   bool no_task_benchmarks = false;
 };
-
-std::string join(const std::vector<int>& values) {
-  std::string text;
-  for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
-  return text;
-}
 
 void print_micro(Terminal& t, const profiler::MicroResult& m) {
   const simulator::DeviceProfile& d = m.device;
@@ -113,18 +108,18 @@ void run(const ProfileCommandOptions& o) {
   }
   if (o.runs < 1) throw Error("--runs: must be at least 1");
   if (o.warmup < 0) throw Error("--warmup: must not be negative");
-  options.runs = o.runs;
-  options.warmup = o.warmup;
+  options.batch.runs = o.runs;
+  options.batch.warmup = o.warmup;
   options.micro.launches = o.micro_launches;
   if (o.standalone_runs < 1) throw Error("--standalone-runs: must be at least 1");
-  options.standalone_runs = o.standalone_runs;
-  options.task_benchmarks = !o.no_task_benchmarks;
+  options.batch.standalone_runs = o.standalone_runs;
+  options.batch.task_benchmarks = !o.no_task_benchmarks;
   for (size_t i = 0; i < o.task_ctas.size(); ++i) {
     if (o.task_ctas[i] < 1 || (i > 0 && o.task_ctas[i] <= o.task_ctas[i - 1])) {
       throw Error("--task-ctas: CTA counts must be positive and increase");
     }
   }
-  options.tasks.ctas = o.task_ctas;
+  options.batch.tasks.ctas = o.task_ctas;
   options.seed = o.seed;
   options.out = o.out;
   options.trace = o.trace;
@@ -153,7 +148,7 @@ void run(const ProfileCommandOptions& o) {
                 (o.no_task_benchmarks ? std::string("no task benchmarks")
                                       : "each op's tasks alone in persistent regions of " +
                                             (o.task_ctas.empty() ? std::string("1, sm/4, sm/2, sm")
-                                                                 : join(o.task_ctas)) +
+                                                                 : model::comma_list(o.task_ctas)) +
                                             " CTAs"));
   const simulator::Profile profile = profiler::run_profile(options, listener);
   terminal.line("profile written to " + o.out + " (" + std::string(simulator::kProfileSchema) +

@@ -55,7 +55,7 @@ std::string seconds_text(Clock::time_point since) {
 }
 
 std::string percent(const std::optional<double>& fraction) {
-  return fraction ? printf_string("%.1f%%", 100 * *fraction) : "-";
+  return fraction ? model::percent_text(*fraction) : "-";
 }
 
 struct Device {
@@ -314,10 +314,7 @@ void run(const ValidateCommandOptions& o) {
     }
     for (int64_t b : batches) {
       if (profile.batch(b) == nullptr) {
-        std::string measured;
-        for (int64_t m : profile.batch_sizes()) {
-          measured += (measured.empty() ? "" : ", ") + std::to_string(m);
-        }
+        const std::string measured = model::comma_list(profile.batch_sizes());
         throw Error("--batch: " + o.profile + " has no measurements at batch " + std::to_string(b) +
                     " (measured: " + measured + ")");
       }
@@ -344,8 +341,7 @@ void run(const ValidateCommandOptions& o) {
   v.top_k = o.top_k;
   v.random = o.random;
 
-  std::string batch_text;
-  for (int64_t b : batches) batch_text += (batch_text.empty() ? "" : ", ") + std::to_string(b);
+  const std::string batch_text = model::comma_list(batches);
   t.line(printf_string(
       "megacut validate: %s on %s · batches %s · profile %s (%s) · planner's top %d, one mk per "
       "stage, conv with and without PDL, %d random (seed %llu) · %d warm-up and %d timed runs "

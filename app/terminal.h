@@ -7,14 +7,11 @@
 #include <cstdio>
 #include <string>
 
+#include "model/text.h"
+
 namespace megacut::app {
 
-// snprintf into a string (1023 characters at most): one line of output.
-std::string printf_string(const char* format, auto... args) {
-  char text[1024];
-  std::snprintf(text, sizeof text, format, args...);
-  return text;
-}
+using model::printf_string;
 
 class Terminal {
  public:

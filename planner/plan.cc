@@ -10,15 +10,10 @@
 #include <thread>
 
 #include "model/error.h"
+#include "model/text.h"
 
 namespace megacut::planner {
 namespace {
-
-std::string list_text(const std::vector<int64_t>& values) {
-  std::string text;
-  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
-  return text;
-}
 
 // Runs fn(0) .. fn(count - 1) on up to `threads` threads; rethrows the first exception once
 // all have stopped (the others take no new index after it).
@@ -307,7 +302,8 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     }
     if (!options.sim.allow_interpolate && profile.batch(batches[i]) == nullptr) {
       throw Error("plan: profile " + profile.source + " has no measurements at batch " +
-                  std::to_string(batches[i]) + " (measured: " + list_text(profile.batch_sizes()) +
+                  std::to_string(batches[i]) +
+                  " (measured: " + model::comma_list(profile.batch_sizes()) +
                   "); profile that batch, or allow interpolation (--allow-interpolate)");
     }
   }

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "model/error.h"
+#include "model/text.h"
 
 namespace megacut::planner {
 namespace {
@@ -53,21 +54,17 @@ json optional_json(const std::optional<double>& value, double scale = 1) {
 
 json percent_json(const std::optional<double>& fraction) { return optional_json(fraction, 100); }
 
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
 std::string percent_text(const std::optional<double>& fraction) {
-  return fraction ? format("%.1f%%", 100 * *fraction) : "—";
+  return fraction ? model::percent_text(*fraction) : "—";
 }
 
 std::string ms_text(const std::optional<double>& ns) {
-  return ns ? format("%.3f", *ns / 1e6) : "—";
+  return ns ? model::printf_string("%.3f", *ns / 1e6) : "—";
 }
 
-std::string tau_text(const std::optional<double>& tau) { return tau ? format("%.3f", *tau) : "—"; }
+std::string tau_text(const std::optional<double>& tau) {
+  return tau ? model::printf_string("%.3f", *tau) : "—";
+}
 
 std::string hit_text(const std::optional<bool>& hit) { return hit ? (*hit ? "yes" : "no") : "—"; }
 
@@ -164,11 +161,7 @@ void batch_markdown(std::string& md, const BatchValidation& b) {
 
 }  // namespace
 
-std::string Candidate::label() const {
-  std::string text;
-  for (const std::string& l : labels) text += (text.empty() ? "" : ", ") + l;
-  return text;
-}
+std::string Candidate::label() const { return model::comma_list(labels); }
 
 model::Composition merge_conv_regions(model::Composition composition) {
   for (model::StageRegions& s : composition.stages) {

@@ -11,6 +11,7 @@
 #include "model/config.h"
 #include "model/error.h"
 #include "model/stats.h"
+#include "model/text.h"
 #include "profiler/nvtx.h"
 #include "simulator/trace.h"
 
@@ -21,14 +22,6 @@ namespace {
 std::string op_provider(executor::LinearProvider provider, std::string_view kind) {
   const bool gemm = kind == "linear" || kind == "lm-head";
   return provider == executor::LinearProvider::cublaslt && gemm ? "cublas" : "ours";
-}
-
-std::string batch_list(const std::vector<simulator::BatchProfile>& batches) {
-  std::string text;
-  for (const simulator::BatchProfile& b : batches) {
-    text += (text.empty() ? "" : ", ") + std::to_string(b.batch);
-  }
-  return text;
 }
 
 // Written beside `path` first, then renamed: the file is never half written.
@@ -319,16 +312,10 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
       const model::Scenario scenario = model::make_scenario(spec, batch, options.prompt_len);
       executor::RunOptions run;
       run.provider = options.provider;
-      run.warmup = options.warmup;
-      run.runs = options.runs;
+      run.warmup = options.batch.warmup;
+      run.runs = options.batch.runs;
       executor::ScenarioRunner runner(spec, scenario, weights, run);
-      BatchOptions batch_options;
-      batch_options.warmup = options.warmup;
-      batch_options.runs = options.runs;
-      batch_options.standalone_runs = options.standalone_runs;
-      batch_options.task_benchmarks = options.task_benchmarks;
-      batch_options.tasks = options.tasks;
-      BatchResult result = profile_batch(runner, scenario, tracer, batch_options, listener);
+      BatchResult result = profile_batch(runner, scenario, tracer, options.batch, listener);
       profile.batches.push_back(result.profile);
       save(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {
@@ -362,7 +349,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
       const std::string kept =
           profile.batches.empty()
               ? options.out.string() + " keeps the device and micro-benchmarks, no batch"
-              : options.out.string() + " keeps batches " + batch_list(profile.batches);
+              : options.out.string() + " keeps batches " + model::comma_list(profile.batch_sizes());
       throw Error("batch " + std::to_string(batch) + ": " + e.what() + "\n" + kept);
     }
   }

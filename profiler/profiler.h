@@ -25,20 +25,25 @@
 
 namespace megacut::profiler {
 
+// How each batch is measured.
+struct BatchOptions {
+  int warmup = 10;  // replays of each stage before the timed ones, traced and untraced alike
+  int runs = 100;   // timed replays of each stage, traced and untraced alike
+  int standalone_runs = 5;  // cold and warm launches of each op's kernel alone
+  bool task_benchmarks = true;
+  TaskBenchOptions tasks;
+};
+
 struct ProfileOptions {
   std::string model;             // bundled name, config.json, or checkpoint directory
   std::vector<int64_t> batches;  // increasing
   int64_t prompt_len = model::kDefaultPromptLen;
   executor::LinearProvider provider = executor::LinearProvider::ours;
-  int warmup = 10;    // replays of each stage before the timed ones, traced and untraced alike
-  int runs = 100;     // timed replays of each stage, traced and untraced alike
+  BatchOptions batch;
   uint64_t seed = 0;  // of the random weights
   std::filesystem::path out;
   std::filesystem::path trace;  // Chrome trace of the smallest batch's median iteration, if set
   MicroOptions micro;
-  int standalone_runs = 5;  // cold and warm launches of each op's kernel alone
-  bool task_benchmarks = true;
-  TaskBenchOptions tasks;
 };
 
 // What the sweep shows of each batch.
@@ -76,14 +81,6 @@ struct ProfileListener {
   std::function<void(const MicroResult&)> micro_done;
   std::function<void(const std::string& phase, int done, int total)> progress;
   std::function<void(const BatchSummary&)> batch_done;
-};
-
-struct BatchOptions {
-  int warmup = 10;
-  int runs = 100;
-  int standalone_runs = 5;
-  bool task_benchmarks = true;
-  TaskBenchOptions tasks;
 };
 
 struct BatchResult {

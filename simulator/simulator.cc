@@ -6,6 +6,7 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/schedule.h"
+#include "model/text.h"
 
 namespace megacut::simulator {
 namespace {
@@ -61,12 +62,6 @@ LatencyStats lerp(const LatencyStats& a, const LatencyStats& b, double w, double
 std::string region_text(const model::Region& r) {
   return std::string(model::region_kind_name(r.kind)) + "[" + std::to_string(r.begin) + ":" +
          std::to_string(r.end) + "]";
-}
-
-std::string list_text(const std::vector<int64_t>& values) {
-  std::string text;
-  for (int64_t v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
-  return text;
 }
 
 // The mean over an op's tiles of the schedule's rough cost estimate: how big its tasks are.
@@ -199,7 +194,8 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   if (measured == nullptr) {
     if (!options_.allow_interpolate) {
       throw Error("profile " + profile_.source + ": no measurements at batch " +
-                  std::to_string(batch) + " (measured: " + list_text(profile_.batch_sizes()) +
+                  std::to_string(batch) +
+                  " (measured: " + model::comma_list(profile_.batch_sizes()) +
                   "); profile that batch, or allow interpolation (--allow-interpolate)");
     }
     s->interpolated = interpolate(stage, batch, *s->graph);
@@ -240,7 +236,7 @@ std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int
   const std::optional<Interpolation> in = interpolation(batch);
   if (!in) {
     throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
-                " is outside the measured batches (" + list_text(profile_.batch_sizes()) +
+                " is outside the measured batches (" + model::comma_list(profile_.batch_sizes()) +
                 "); interpolation does not extrapolate");
   }
   const StageState& lo = state(stage, in->lower);

@@ -14,9 +14,9 @@
 
 #include "executor/launch.h"
 #include "executor/runner.h"
-#include "gpu_support.h"
 #include "model/config.h"
 #include "model/decoder.h"
+#include "tests/gpu/gpu_support.h"
 
 namespace megacut::executor {
 namespace {

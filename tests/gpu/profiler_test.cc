@@ -312,8 +312,8 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   options.model = "tiny-llama";
   options.batches = {1, 2};
   options.prompt_len = 16;
-  options.warmup = 2;
-  options.runs = 5;
+  options.batch.warmup = 2;
+  options.batch.runs = 5;
   options.micro.launches = 5;
   options.out = dir / (stem + ".json");
   options.trace = dir / (stem + ".trace.json");
@@ -352,7 +352,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   };
   check_sweep(p.micro.graph_launch_by_nodes, options.micro.launches, "micro-benchmarks");
   for (const simulator::BatchProfile& b : p.batches) {
-    check_sweep(b.graph_launch_by_nodes, options.runs, "batch " + std::to_string(b.batch));
+    check_sweep(b.graph_launch_by_nodes, options.batch.runs, "batch " + std::to_string(b.batch));
   }
   // Each op alone: its kernel cold and warm, its tasks at each CTA count up to its tile count.
   const std::vector<int> ctas = profiler::default_task_ctas(prop.multiProcessorCount);
@@ -367,7 +367,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
         ASSERT_TRUE(op.conv.has_value());
         ASSERT_TRUE(op.conv->standalone_cold_ns.has_value());
         ASSERT_TRUE(op.conv->standalone_warm_ns.has_value());
-        EXPECT_EQ(op.conv->standalone_cold_ns->count, options.standalone_runs);
+        EXPECT_EQ(op.conv->standalone_cold_ns->count, options.batch.standalone_runs);
         EXPECT_GT(op.conv->standalone_cold_ns->min, 0);
         EXPECT_GT(op.conv->standalone_warm_ns->min, 0);
         ASSERT_TRUE(op.task_region.has_value());
