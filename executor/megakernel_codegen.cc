@@ -165,8 +165,9 @@ __device__ bool wait_dep(const mk::Params& p, int task, int dep, unsigned long l
 // One CTA per queue. The block's threads wait for the task's dependencies together, thread t
 // for dependencies t, t + blockDim.x, ... (one round of acquire loads per blockDim.x of them);
 // barrier 0 passes what each saw on to the whole block and releases it; every thread enters the
-// body (threads past its kThreads return at once; the body syncs on barrier 1); barrier 0 again;
-// thread 0 publishes the task's counter with a release store.
+// body (threads past its kThreads return at once; the body syncs on the named barrier of its
+// width, tiles/common.cuh); barrier 0 again; thread 0 publishes the task's counter with a release
+// store.
 // The block is as wide as the widest body, and the launch bounds follow it: a 256-thread region
 // may take up to 255 registers per thread.
 extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
@@ -239,8 +240,11 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   const std::string cuda_include = env_or("MEGACUT_CUDA_INCLUDE", MEGACUT_CUDA_INCLUDE);
   // The conventional kernels' nvcc flags, as far as arithmetic goes: no --use_fast_math, so
   // NVRTC's defaults (-fmad=true, IEEE division and square root, no flush to zero) match.
+  // -lineinfo maps the binary back to source lines for compute-sanitizer and Nsight Compute;
+  // it changes no instruction.
   const std::vector<std::string> options = {"--gpu-architecture=sm_" + std::to_string(arch),
-                                            "-std=c++20", "-I" + root, "-I" + cuda_include};
+                                            "-std=c++20", "-lineinfo", "-I" + root,
+                                            "-I" + cuda_include};
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   uint64_t h = 0xcbf29ce484222325ull;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The megakernel and PDL GPU tests on the tiny configs, and the argmax and wide-block tile
 # tests, under compute-sanitizer: racecheck (shared-memory hazards between the threads of a
-# block) and memcheck (out-of-bounds and misaligned accesses). Writes each tool's full log and
-# a summary of all to OUT_DIR; fails if a tool reports an error or a test fails. Slow:
-# gpu-check runs it only when asked (MEGACUT_GPU_STEPS="... sanitize").
+# block), synccheck (barriers used wrongly) and memcheck (out-of-bounds and misaligned
+# accesses). Writes each tool's full log and a summary of all to OUT_DIR; fails if a tool
+# reports an error or a test fails. Slow: gpu-check runs it only when asked
+# (MEGACUT_GPU_STEPS="... sanitize").
 # Usage: scripts/sanitize.sh [BUILD_DIR] [OUT_DIR]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ suites=("tests/gpu/megakernel_gpu_test:MegakernelGpu.*:-*Llama1b*"
 summary="$out/sanitize-summary.txt"
 : >"$summary"
 failed=0
-for tool in racecheck memcheck; do
+for tool in racecheck synccheck memcheck; do
   for suite in "${suites[@]}"; do
     binary=$build/${suite%%:*}
     filter=${suite#*:}

@@ -4,10 +4,10 @@
 // Tile bodies run in two hosts: a conventional kernel (one CTA per tile, blockDim = kThreads)
 // and a persistent megakernel whose blocks may be wider than kThreads and run other tasks
 // before and after. So a body (a) returns at once on threads at or past kThreads, (b)
-// synchronizes only its own kThreads threads, through named barrier 1 (tile_sync), never
-// __syncthreads, and (c) takes shared memory only from the pointer it is given (128-byte
-// aligned). Headers under tiles/ are device code plus plain structs: they compile under NVRTC,
-// so no host-only includes and no standard library.
+// synchronizes only its own kThreads threads, through a named barrier of its own thread count
+// (tile_sync), never __syncthreads, and (c) takes shared memory only from the pointer it is given
+// (128-byte aligned). Headers under tiles/ are device code plus plain structs: they compile under
+// NVRTC, so no host-only includes and no standard library.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,12 +16,23 @@ namespace megacut::tiles {
 
 using bf16 = __nv_bfloat16;
 
-// Barrier over threads [0, N) of the block: named barrier 1, which the megakernel runtime
-// leaves to tile bodies. N must be the body's kThreads: every one of them must arrive.
+// Barrier over threads [0, N) of the block. Barrier 0 is the megakernel runtime's
+// (__syncthreads); tile bodies take named barrier 1 + log2(N / 32), so that each named barrier
+// is only ever used with one thread count in a region kernel that holds bodies of several
+// widths. N must be the body's kThreads: every one of them must arrive.
+template <int N>
+inline constexpr int kTileBarrier = N == 32    ? 1
+                                    : N == 64  ? 2
+                                    : N == 128 ? 3
+                                    : N == 256 ? 4
+                                    : N == 512 ? 5
+                                               : 6;
+
 template <int N>
 __device__ __forceinline__ void tile_sync() {
-  static_assert(N % 32 == 0 && N >= 32 && N <= 1024, "tile_sync: N whole warps, at most 1024");
-  asm volatile("bar.sync 1, %0;" ::"n"(N) : "memory");
+  static_assert(N == 32 || N == 64 || N == 128 || N == 256 || N == 512 || N == 1024,
+                "tile_sync: a power of two of whole warps, at most 1024");
+  asm volatile("bar.sync %0, %1;" ::"n"(kTileBarrier<N>), "n"(N) : "memory");
 }
 
 // A half-open box [row_begin, row_end) x [col_begin, col_end) of an op's output.

@@ -1,6 +1,6 @@
 // The tile-body contract the megakernel relies on: a body run by a block wider than kThreads
-// (the extra threads return at once; the body synchronizes only its own threads through named
-// barrier 1), and several tiles one after another in the same block and shared memory (a
+// (the extra threads return at once; the body synchronizes only its own threads through a named
+// barrier), and several tiles one after another in the same block and shared memory (a
 // persistent grid smaller than the tile count), gives exactly the conventional kernel's bits.
 #include <gtest/gtest.h>
 
