@@ -162,6 +162,7 @@ struct MegakernelRegion::Impl {
   DeviceArray<unsigned long long> counters, arrivals;
   DeviceArray<mk::ErrorRecord> error;
   DeviceArray<mk::TaskTiming> timings;
+  DeviceArray<unsigned long long> cta_entry_ns;
   mk::Params params{};
 
   Impl(const model::Graph& g, int op_begin, int op_end, RegionOptions o) : graph(g), options(o) {
@@ -252,7 +253,10 @@ struct MegakernelRegion::Impl {
     counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.task_count));
     arrivals = DeviceArray<unsigned long long>(1);
     error = DeviceArray<mk::ErrorRecord>(1);
-    if (options.timing) timings = DeviceArray<mk::TaskTiming>(table.task_count);
+    if (options.timing) {
+      timings = DeviceArray<mk::TaskTiming>(table.task_count);
+      cta_entry_ns = DeviceArray<unsigned long long>(static_cast<size_t>(table.queue_count()));
+    }
     params.layouts = layouts.get();
     params.tasks = tasks.get();
     params.queue_begin = queue_begin.get();
@@ -261,6 +265,7 @@ struct MegakernelRegion::Impl {
     params.arrivals = arrivals.get();
     params.error = error.get();
     params.timings = timings.get();
+    params.cta_entry_ns = cta_entry_ns.get();
     params.watchdog_polls = options.watchdog_polls;
     params.region = options.region_id;
   }
@@ -361,6 +366,17 @@ std::vector<TaskTimingRecord> MegakernelRegion::read_timings(cudaStream_t stream
     out.push_back({i, ref.op, ref.tile, raw[i].start_ns, raw[i].end_ns, static_cast<int>(raw[i].sm),
                    static_cast<int>(raw[i].block)});
   }
+  return out;
+}
+
+std::vector<uint64_t> MegakernelRegion::read_cta_entries(cudaStream_t stream) const {
+  const Impl& m = *impl_;
+  if (!m.options.timing) return {};
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<uint64_t> out(static_cast<size_t>(m.table.queue_count()));
+  static_assert(sizeof(unsigned long long) == sizeof(uint64_t));
+  CUDA_CHECK(cudaMemcpy(out.data(), m.cta_entry_ns.get(), out.size() * sizeof(uint64_t),
+                        cudaMemcpyDeviceToHost));
   return out;
 }
 

@@ -92,6 +92,9 @@ class MegakernelRegion {
   const TaskTable& table() const;
   // Timing records of the last finished launch (options.timing only), by task index.
   std::vector<TaskTimingRecord> read_timings(cudaStream_t stream) const;
+  // When each CTA (queue) of the last finished launch started, by queue (options.timing only):
+  // %globaltimer, as the task records.
+  std::vector<uint64_t> read_cta_entries(cudaStream_t stream) const;
 
  private:
   struct Impl;

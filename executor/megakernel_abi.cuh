@@ -32,7 +32,8 @@ struct ErrorRecord {
 };
 
 // Per task, when timing is compiled in (MEGACUT_MK_TIMING): %globaltimer at start (after its
-// waits) and end (before its signal), and the SM it ran on.
+// waits) and end (before its signal), and the SM it ran on. Each CTA also records when it
+// started (Params::cta_entry_ns), so that what a region does before its first task shows.
 struct TaskTiming {
   unsigned long long start_ns;
   unsigned long long end_ns;
@@ -49,6 +50,7 @@ struct Params {
   unsigned long long* arrivals;  // CTAs started over all launches: the run index, times the grid
   ErrorRecord* error;
   TaskTiming* timings;                // one per task, or null
+  unsigned long long* cta_entry_ns;   // one per CTA, with timings: its first instruction's time
   unsigned long long watchdog_polls;  // polls one wait may make before giving up
   int region;                         // reported in errors
   int pad;

@@ -175,6 +175,9 @@ extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
   using namespace megacut_region;
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long run_index;
+#ifdef MEGACUT_MK_TIMING
+  if (threadIdx.x == 0 && p.timings != nullptr) p.cta_entry_ns[blockIdx.x] = globaltimer();
+#endif
   // Launched with Programmatic Dependent Launch, the region may start before the kernels it
   // reads have finished: wait for them.
   wait_for_prior_grids();

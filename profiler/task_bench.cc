@@ -42,6 +42,31 @@ std::vector<double> task_durations_ns(const executor::TaskTable& table,
   return durations;
 }
 
+std::vector<double> task_startup_ns(const executor::TaskTable& table,
+                                    const std::vector<executor::TaskTimingRecord>& records,
+                                    const std::vector<uint64_t>& cta_entry_ns) {
+  if (static_cast<int>(cta_entry_ns.size()) != table.queue_count() ||
+      static_cast<int>(records.size()) != table.task_count) {
+    throw Error("task timing: " + std::to_string(cta_entry_ns.size()) + " CTA starts and " +
+                std::to_string(records.size()) + " task records for " +
+                std::to_string(table.queue_count()) + " queues and " +
+                std::to_string(table.task_count) + " tasks");
+  }
+  std::vector<double> startup;
+  for (int q = 0; q < table.queue_count(); ++q) {
+    if (table.queue_begin[q] == table.queue_begin[q + 1]) continue;
+    const executor::TaskTimingRecord& first = records.at(table.tasks[table.queue_begin[q]].index);
+    const uint64_t entry = cta_entry_ns[q];
+    if (entry == 0 || first.start_ns < entry) {
+      throw Error("task timing: queue " + std::to_string(q) + " starts at " +
+                  std::to_string(entry) + " but its first task (" + std::to_string(first.task) +
+                  ") at " + std::to_string(first.start_ns));
+    }
+    startup.push_back(static_cast<double>(first.start_ns - entry));
+  }
+  return startup;
+}
+
 L2Flush::L2Flush() {
   int device = 0, l2 = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -96,18 +121,22 @@ OpTasks benchmark_op_tasks(executor::ScenarioRunner& runner, int stage, int op,
     const int launches =
         std::clamp((options.min_samples + samples_per_launch - 1) / samples_per_launch, 1,
                    std::max(1, options.max_launches));
-    std::vector<double> durations;
+    std::vector<double> durations, startup;
     for (int l = warm ? 0 : -1; l < launches; ++l) {
       flush.run(stream);
       region->launch(stream);
       region->check(stream);
       if (l < 0) continue;
-      const std::vector<double> d =
-          task_durations_ns(region->table(), region->read_timings(stream));
+      const std::vector<executor::TaskTimingRecord> records = region->read_timings(stream);
+      const std::vector<double> d = task_durations_ns(region->table(), records);
       durations.insert(durations.end(), d.begin(), d.end());
+      const std::vector<double> s =
+          task_startup_ns(region->table(), records, region->read_cta_entries(stream));
+      startup.insert(startup.end(), s.begin(), s.end());
     }
     warm = true;
-    result.tasks.insert(result.tasks.begin(), {c, model::compute_stats(durations, "ns")});
+    result.tasks.insert(result.tasks.begin(), {c, model::compute_stats(durations, "ns"),
+                                               model::compute_stats(startup, "ns")});
   }
   return result;
 }

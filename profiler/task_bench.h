@@ -4,7 +4,8 @@
 //    records) at several CTA counts, its tiles placed by model::make_schedule over that many
 //    queues; each launch after an L2 flush, as in a stage where the op's weights come from
 //    memory. A task's duration runs from its start to the start of the next task on its CTA (to
-//    its end for a CTA's last task), so it holds the runtime's per-task cost;
+//    its end for a CTA's last task), so it holds the runtime's per-task cost; and each CTA's
+//    start to its first task's start, the region's own startup;
 //  - the conventional kernel alone: timed by CUPTI in the profiler's trace window, cold (after an
 //    L2 flush) and warm (right after a launch of itself); profiler.cc does that part.
 // Every measurement is of the op on its own, never of a composition the simulator will predict.
@@ -35,6 +36,13 @@ std::vector<int> default_task_ctas(int sm_count);
 // file comment. Throws megacut::Error if a record is missing or runs backwards.
 std::vector<double> task_durations_ns(const executor::TaskTable& table,
                                       const std::vector<executor::TaskTimingRecord>& records);
+
+// Each CTA's start to its first task's start, one per queue with tasks, in queue order: the
+// region's startup (TaskBenchmark::startup_ns). Throws megacut::Error where a CTA's first task
+// starts before the CTA itself or a record is missing.
+std::vector<double> task_startup_ns(const executor::TaskTable& table,
+                                    const std::vector<executor::TaskTimingRecord>& records,
+                                    const std::vector<uint64_t>& cta_entry_ns);
 
 // Launches `stream` work that evicts the device's L2: a memset of twice its size.
 class L2Flush {

@@ -148,7 +148,9 @@ json op_to_json(const OpProfile& op) {
   if (!op.tasks.empty()) {
     json tasks = json::array();
     for (const TaskBenchmark& t : op.tasks) {
-      tasks.push_back({{"ctas", t.ctas}, {"duration_ns", model::stats_to_json(t.duration_ns)}});
+      json task = {{"ctas", t.ctas}, {"duration_ns", model::stats_to_json(t.duration_ns)}};
+      if (t.startup_ns) task["startup_ns"] = model::stats_to_json(*t.startup_ns);
+      tasks.push_back(std::move(task));
     }
     j["tasks"] = tasks;
   }
@@ -188,6 +190,7 @@ OpProfile op_from(const Node& n, int sm_count) {
         t.at("ctas").fail("CTA counts must increase");
       }
       b.duration_ns = t.at("duration_ns").stats_ns();
+      if (t.has("startup_ns")) b.startup_ns = t.at("startup_ns").stats_ns();
       op.tasks.push_back(std::move(b));
     }
     op.task_region = region_config_from(n.at("task_region"));

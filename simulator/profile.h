@@ -117,6 +117,11 @@ struct RegionConfig {
 struct TaskBenchmark {
   int ctas = 0;
   LatencyStats duration_ns;
+  // Each CTA's start to its first task's start: the runtime's own work before any body runs
+  // (run index from the arrival count, the queue's first task and layout read from memory just
+  // flushed from L2). Absent from older profiles; the simulator then charges only the
+  // micro-benchmark's trivial region launch, and says so.
+  std::optional<LatencyStats> startup_ns;
   friend bool operator==(const TaskBenchmark&, const TaskBenchmark&) = default;
 };
 

@@ -13,6 +13,15 @@ namespace {
 
 TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
 TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
+
+bool has_region_startup(const Profile& profile) {
+  for (const auto& batch : profile.batches)
+    for (const StageProfile& stage : batch.stages)
+      for (const OpProfile& op : stage.ops)
+        for (const TaskBenchmark& t : op.tasks)
+          if (t.startup_ns) return true;
+  return false;
+}
 TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
 
 // The executor launches an mk region as one kernel node (executor::MegakernelRegion::launch).
@@ -82,6 +91,19 @@ struct Simulator::OpModel {
   double mean_bytes = 0;     // per task: TileCost bytes read + written
   double mean_estimate = 0;  // per task: model::schedule_cost_estimate_ns
   RegionConfig config;       // its standalone region's
+  // A region's startup when this op's tasks come first, by the standalone benchmark's CTA
+  // count (TaskBenchmark::startup_ns p50); empty in profiles without it.
+  std::vector<std::pair<int, double>> startup_ns;
+
+  // At the benchmarked CTA count nearest `ctas`; none when not measured.
+  std::optional<double> startup_at(int ctas) const {
+    std::optional<double> best;
+    int distance = 0;
+    for (auto [c, ns] : startup_ns) {
+      if (!best || std::abs(c - ctas) < distance) best = ns, distance = std::abs(c - ctas);
+    }
+    return best;
+  }
 };
 
 struct Simulator::StageState {
@@ -274,7 +296,10 @@ std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int
       for (const TaskBenchmark& tb : b.tasks) {
         for (const TaskBenchmark& ta : a->tasks) {
           if (ta.ctas != tb.ctas) continue;
-          op.tasks.push_back({tb.ctas, lerp(ta.duration_ns, tb.duration_ns, w, scale_a, scale_b)});
+          TaskBenchmark t{tb.ctas, lerp(ta.duration_ns, tb.duration_ns, w, scale_a, scale_b), {}};
+          if (ta.startup_ns && tb.startup_ns)
+            t.startup_ns = lerp(*ta.startup_ns, *tb.startup_ns, w);
+          op.tasks.push_back(std::move(t));
         }
       }
       op.task_region = b.task_region;
@@ -319,6 +344,7 @@ const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model
   for (const TaskBenchmark& b : p->tasks) {
     x.push_back(static_cast<double>(std::min<int64_t>(b.ctas, tiles)));
     d.push_back(b.duration_ns.mean);
+    if (b.startup_ns) m.startup_ns.emplace_back(b.ctas, b.startup_ns->p50);
   }
   m.fit = fit_task_durations(x, d, m.mean_bytes / profile_.device.copy_bandwidth_gb_per_s);
   m.config = *p->task_region;
@@ -452,7 +478,11 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
 
   r.kernels = 1;
   r.tasks = schedule.task_count();
-  r.launch_ns = p50(micro.region_launch_ns);
+  // The hardware's launch of a trivial region, then the runtime's own startup before the first
+  // task (measured with the region's first op).
+  const std::optional<double> startup =
+      op_model(s, r.region.begin, r.region).startup_at(schedule.queue_count());
+  r.launch_ns = p50(micro.region_launch_ns) + (startup ? to_ns(*startup) : 0);
   r.drain_ns = p50(micro.region_drain_ns);
   r.work_ns = run.makespan_ns;
   r.events = run.events;
@@ -549,6 +579,11 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     p.notes.push_back(
         "the profile has no dependency-check micro-benchmark (micro.dependency_check_round_ns): "
         "mk regions are predicted without the time their tasks spend checking dependencies");
+  }
+  if (has_mk && !has_region_startup(profile_)) {
+    p.notes.push_back(
+        "the profile's task benchmarks have no region startup (tasks[].startup_ns): mk regions "
+        "are charged only the trivial region's launch (micro.region_launch_ns)");
   }
   int64_t outputs = 0;
   for (const model::Stage& stage : sc.stages) {

@@ -84,15 +84,16 @@ TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
   ASSERT_EQ(s.regions.size(), 3u);
   // conv[0:9]: 4 µs launch + 9 x 1 µs + 8 x 0.2 µs = 14.6 µs.
   EXPECT_EQ(s.regions[0]->time_ns, 14600);
-  // mk[9:10]: 0.8 µs kernel gap + 3 µs region launch + 3 µs of tasks + 1 µs drain = 7.8 µs.
+  // mk[9:10]: 0.8 µs kernel gap + 3 µs region launch + 0.5 µs startup + 3 µs of tasks + 1 µs
+  // drain = 8.3 µs.
   EXPECT_EQ(s.regions[1]->gap_ns, 800);
   EXPECT_EQ(s.regions[1]->work_ns, 3000);
-  EXPECT_EQ(s.regions[1]->time_ns, 7800);
+  EXPECT_EQ(s.regions[1]->time_ns, 8300);
   EXPECT_EQ(s.regions[1]->tasks, 20);
   // conv[10:28] after an mk region: 0.8 µs kernel gap + 18 x 1 µs + 17 x 0.2 µs = 22.2 µs.
   EXPECT_EQ(s.regions[2]->time_ns, 22200);
-  EXPECT_EQ(s.time_ns, 14600 + 7800 + 22200);
-  EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 14600, 22400}));
+  EXPECT_EQ(s.time_ns, 14600 + 8300 + 22200);
+  EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 14600, 22900}));
 
   // With PDL every boundary before one of our kernels pays the 0.3 µs PDL gap: the two at the
   // mk region 2 x 0.5 µs less, the 8 + 17 inside the conv regions 25 x 0.1 µs more.
@@ -164,7 +165,8 @@ TEST(SimulatorTest, EachRegionPaysTheLaunchOfItsOwnNodes) {
   // conv[0:9] mk[9:10] conv[10:] has 9 + 1 + 18 = 28 nodes (an mk region is one kernel):
   // 4 µs + 28 x 50 ns of launch in all, each region paying its nodes where it starts.
   // conv[0:9]: 4 µs + 9 x 50 ns + 9 x 1 µs + 8 x 0.2 µs = 15.05 µs;
-  // mk[9:10]: 0.8 µs gap + 1 x 50 ns + 3 µs launch + 3 µs of tasks + 1 µs drain = 7.85 µs;
+  // mk[9:10]: 0.8 µs gap + 1 x 50 ns + 3.5 µs launch and startup + 3 µs of tasks + 1 µs drain
+  // = 8.35 µs;
   // conv[10:28]: 0.8 µs + 18 x 50 ns + 18 x 1 µs + 17 x 0.2 µs = 23.1 µs.
   Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
   for (TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1000);
@@ -174,9 +176,9 @@ TEST(SimulatorTest, EachRegionPaysTheLaunchOfItsOwnNodes) {
   ASSERT_EQ(s.regions.size(), 3u);
   EXPECT_EQ(s.regions[0]->time_ns, 15050);
   EXPECT_EQ(s.regions[1]->graph_nodes, 1);
-  EXPECT_EQ(s.regions[1]->time_ns, 7850);
+  EXPECT_EQ(s.regions[1]->time_ns, 8350);
   EXPECT_EQ(s.regions[2]->time_ns, 23100);
-  EXPECT_EQ(s.time_ns, 15050 + 7850 + 23100);
+  EXPECT_EQ(s.time_ns, 15050 + 8350 + 23100);
 }
 
 TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
@@ -223,6 +225,28 @@ TEST(SimulatorTest, TasksCheckTheirDependenciesInsideTheRegionInRoundsOfTheBlock
   EXPECT_NE(no_check.simulate(mk, 1).notes.at(0).find("dependency_check_round_ns"),
             std::string::npos);
   EXPECT_TRUE(with_check.simulate(mk, 1).notes.empty());
+}
+
+TEST(SimulatorTest, RegionLaunchAddsTheRuntimesStartupToTheTrivialRegions) {
+  // A region is launched as the micro-benchmark's trivial region is (3,000 ns), then each CTA
+  // does the runtime's own work before its first task: 500 ns in the synthetic task benchmarks.
+  // Without that measurement only the 3,000 ns are charged, and the prediction says so.
+  testing::SyntheticDevice without;
+  without.region_startup_ns = 0;
+  Simulator with_startup(tiny()),
+      no_startup(testing::synthetic_profile("tiny-llama", {1}, kPrompt, without));
+  const Region region{RegionKind::mk, 3, 12};
+  const auto a = with_startup.simulate_region("decode", 1, region, Boundary::after_conv);
+  const auto b = no_startup.simulate_region("decode", 1, region, Boundary::after_conv);
+  EXPECT_EQ(a->launch_ns, 3500);
+  EXPECT_EQ(b->launch_ns, 3000);
+  EXPECT_EQ(a->work_ns, b->work_ns);
+  EXPECT_EQ(a->time_ns - b->time_ns, 500);
+  const model::Composition mk = parse(no_startup, "mk", 1);
+  const std::vector<std::string> notes = no_startup.simulate(mk, 1).notes;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("startup_ns") != std::string::npos;
+  }));
 }
 
 TEST(SimulatorTest, MixedRegionGetsThePredictedConfiguration) {

@@ -238,6 +238,28 @@ TEST(TaskBenchTest, DurationsRunToTheNextTaskOnTheSameQueue) {
   EXPECT_THROW(profiler::task_durations_ns(table, records), Error);
 }
 
+// The same two queues: queue 0 starts at 900 and its first task (0) at 1000, queue 1 at 1004
+// and its first task (2) at 1010. An empty queue has no startup; a first task that starts before
+// its CTA, or a CTA that never recorded its start, is an error.
+TEST(TaskBenchTest, StartupRunsFromTheCtasStartToItsFirstTask) {
+  executor::TaskTable table;
+  table.task_count = 3;
+  table.queue_begin = {0, 2, 3, 3};
+  table.tasks.resize(3);
+  table.tasks[0].index = 0;
+  table.tasks[1].index = 2;
+  table.tasks[2].index = 1;
+  std::vector<executor::TaskTimingRecord> records(3);
+  records[0] = {0, 5, 0, 1000, 1100, 0, 0};
+  records[1] = {1, 5, 1, 1010, 1300, 1, 1};
+  records[2] = {2, 5, 2, 1150, 1200, 0, 0};
+  EXPECT_EQ(profiler::task_startup_ns(table, records, {900, 1004, 1005}),
+            (std::vector<double>{100, 6}));
+  EXPECT_THROW(profiler::task_startup_ns(table, records, {1001, 1004, 1005}), Error);
+  EXPECT_THROW(profiler::task_startup_ns(table, records, {0, 1004, 1005}), Error);
+  EXPECT_THROW(profiler::task_startup_ns(table, records, {900, 1004}), Error);
+}
+
 TEST(TaskBenchTest, DefaultCtaCountsAreOneQuarterHalfAll) {
   EXPECT_EQ(profiler::default_task_ctas(132), (std::vector<int>{1, 33, 66, 132}));
   EXPECT_EQ(profiler::default_task_ctas(2), (std::vector<int>{1, 2}));
@@ -384,6 +406,12 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
           measured.push_back(t.ctas);
           EXPECT_GE(t.duration_ns.count, std::min<int64_t>(tiles, 64));
           EXPECT_GT(t.duration_ns.min, 0);
+          // One startup per CTA and launch, each a CTA's start to its first task: positive,
+          // and short next to a whole task.
+          ASSERT_TRUE(t.startup_ns.has_value());
+          EXPECT_GE(t.startup_ns->count, t.ctas);
+          EXPECT_GT(t.startup_ns->min, 0);
+          EXPECT_LT(t.startup_ns->p50, 1e6);
         }
         EXPECT_EQ(measured, expected);
       }

@@ -86,7 +86,11 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
         const double shared = bytes / static_cast<double>(tiles) / d.bytes_per_ns;
         for (int ctas : cta_counts) {
           const double x = static_cast<double>(std::min<int64_t>(ctas, tiles));
-          o.tasks.push_back({ctas, constant_stats(solo + shared * x)});
+          simulator::TaskBenchmark t{ctas, constant_stats(solo + shared * x), {}};
+          if (d.region_startup_ns > 0) {
+            t.startup_ns = constant_stats(static_cast<double>(d.region_startup_ns));
+          }
+          o.tasks.push_back(std::move(t));
         }
         o.task_region = config_for(o.kind);
         sp.ops.push_back(std::move(o));

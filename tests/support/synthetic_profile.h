@@ -26,6 +26,7 @@ struct SyntheticDevice {
   int64_t region_drain_ns = 1000;
   int64_t signal_latency_ns = 400;
   int64_t dependency_check_round_ns = 200;  // 0: left out of the profile, as in older ones
+  int64_t region_startup_ns = 500;  // a CTA's start to its first task; 0: left out, likewise
 };
 
 // Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,
