@@ -9,6 +9,7 @@ void add_models_command(CLI::App& root);
 void add_graph_command(CLI::App& root);
 void add_simulate_command(CLI::App& root);
 void add_plan_command(CLI::App& root);
+void add_report_command(CLI::App& root);
 // The GPU commands exist only in builds with the CUDA toolkit (MEGACUT_WITH_GPU_COMMANDS).
 void add_run_command(CLI::App& root);
 void add_profile_command(CLI::App& root);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   megacut::app::add_graph_command(app);
   megacut::app::add_simulate_command(app);
   megacut::app::add_plan_command(app);
+  megacut::app::add_report_command(app);
 #ifdef MEGACUT_WITH_GPU_COMMANDS
   megacut::app::add_run_command(app);
   megacut::app::add_profile_command(app);

@@ -92,23 +92,6 @@ std::vector<std::vector<int>> best_combinations(const std::vector<StageSearch>& 
   return out;
 }
 
-Evaluated evaluate(const simulator::Prediction& p, const model::Composition& composition) {
-  Evaluated e;
-  e.composition = composition;
-  e.text = composition.to_string();
-  e.ttfo_ns = p.ttfo_ns;
-  e.decode_step_ns = p.decode_step_ns;
-  e.throughput_per_s = p.throughput_per_s;
-  for (const simulator::StagePrediction& s : p.stages) {
-    StageTime t{s.stage, s.time_ns, 0};
-    for (const auto& r : s.regions) {
-      if (r->region.kind == model::RegionKind::mk) t.mk_ns += r->time_ns;
-    }
-    e.stages.push_back(std::move(t));
-  }
-  return e;
-}
-
 bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> objective) {
   if (objective == Objective::throughput) {
     return std::tie(a.decode_step_ns, a.ttfo_ns) < std::tie(b.decode_step_ns, b.ttfo_ns);
@@ -197,6 +180,23 @@ std::vector<ParetoPoint> pareto_front(const std::vector<BatchPlan>& batches) {
 }
 
 }  // namespace
+
+Evaluated evaluate(const simulator::Prediction& p, const model::Composition& composition) {
+  Evaluated e;
+  e.composition = composition;
+  e.text = composition.to_string();
+  e.ttfo_ns = p.ttfo_ns;
+  e.decode_step_ns = p.decode_step_ns;
+  e.throughput_per_s = p.throughput_per_s;
+  for (const simulator::StagePrediction& s : p.stages) {
+    StageTime t{s.stage, s.time_ns, 0};
+    for (const auto& r : s.regions) {
+      if (r->region.kind == model::RegionKind::mk) t.mk_ns += r->time_ns;
+    }
+    e.stages.push_back(std::move(t));
+  }
+  return e;
+}
 
 std::string_view objective_name(Objective objective) {
   return objective == Objective::ttfo ? "ttfo" : "throughput";

@@ -67,6 +67,9 @@ struct Evaluated {
   friend bool operator==(const Evaluated&, const Evaluated&) = default;
 };
 
+// A prediction of `composition` with each stage's time in mk regions.
+Evaluated evaluate(const simulator::Prediction& prediction, const model::Composition& composition);
+
 struct StageSearchStats {
   std::string stage;
   SearchStats stats;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 
@@ -54,22 +55,8 @@ json optional_json(const std::optional<double>& value, double scale = 1) {
 
 json percent_json(const std::optional<double>& fraction) { return optional_json(fraction, 100); }
 
-std::string percent_text(const std::optional<double>& fraction) {
-  return fraction ? model::percent_text(*fraction) : "—";
-}
-
 std::string ms_text(const std::optional<double>& ns) {
   return ns ? model::printf_string("%.3f", *ns / 1e6) : "—";
-}
-
-std::string tau_text(const std::optional<double>& tau) {
-  return tau ? model::printf_string("%.3f", *tau) : "—";
-}
-
-std::string hit_text(const std::optional<bool>& hit) { return hit ? (*hit ? "yes" : "no") : "—"; }
-
-std::string candidate_name(const BatchValidation& b, const std::optional<size_t>& index) {
-  return index ? b.candidates[*index].candidate.label() : "—";
 }
 
 json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& m) {
@@ -123,6 +110,122 @@ std::optional<double> predicted_ns(const CandidateResult& c, bool decode = false
   return static_cast<double>(decode ? c.predicted->decode_step_ns : c.predicted->ttfo_ns);
 }
 
+// One value of validation.json and its path from the root, so that every error names the field:
+// "batches[1].candidates[4].measured.ttfo".
+class Field {
+ public:
+  Field(const json& value, std::string path, std::string_view file)
+      : value_(value), path_(std::move(path)), file_(file) {}
+
+  Field at(const char* key) const {
+    if (!value_.is_object()) fail("expected an object, got " + brief());
+    if (!value_.contains(key)) throw_field_error(file_, child(key), "missing");
+    return Field(value_[key], child(key), file_);
+  }
+  // A key that may be absent or null.
+  std::optional<Field> optional(const char* key) const {
+    if (!value_.is_object() || !value_.contains(key) || value_[key].is_null()) return std::nullopt;
+    return at(key);
+  }
+
+  std::vector<Field> list() const {
+    if (!value_.is_array()) fail("expected a list, got " + brief());
+    std::vector<Field> items;
+    for (size_t i = 0; i < value_.size(); ++i) {
+      items.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
+    }
+    return items;
+  }
+  std::string string() const {
+    if (!value_.is_string()) fail("expected a string, got " + brief());
+    return value_.get<std::string>();
+  }
+  std::vector<std::string> strings() const {
+    std::vector<std::string> out;
+    for (const Field& f : list()) out.push_back(f.string());
+    return out;
+  }
+  int64_t integer(int64_t min) const {
+    if (!value_.is_number_integer()) fail("expected an integer, got " + brief());
+    if (value_.get<int64_t>() < min) {
+      fail("expected an integer of at least " + std::to_string(min) + ", got " + brief());
+    }
+    return value_.get<int64_t>();
+  }
+  uint64_t unsigned_integer() const {
+    if (!value_.is_number_unsigned()) fail("expected a non-negative integer, got " + brief());
+    return value_.get<uint64_t>();
+  }
+  bool boolean() const {
+    if (!value_.is_boolean()) fail("expected true or false, got " + brief());
+    return value_.get<bool>();
+  }
+  model::LatencyStats stats() const { return model::stats_from_json(value_, file_, path_); }
+
+  [[noreturn]] void fail(const std::string& what) const { throw_field_error(file_, path_, what); }
+
+ private:
+  std::string child(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string brief() const {
+    std::string text = value_.dump();
+    return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+  }
+
+  const json& value_;
+  std::string path_;
+  std::string_view file_;
+};
+
+// A candidate's composition from its canonical text ("prefill: conv[0:196]; decode: mk[0:40]
+// conv[40:196]"): every stage present, each as long as its last region reaches.
+model::Composition canonical_composition(const Field& f) {
+  const std::string text = f.string();
+  std::vector<model::StageShape> shapes;
+  for (size_t from = 0; from < text.size();) {
+    size_t to = text.find(';', from);
+    if (to == std::string::npos) to = text.size();
+    const std::string clause = text.substr(from, to - from);
+    const size_t first = clause.find_first_not_of(' '), colon = clause.find(':');
+    const size_t open = clause.rfind('['), last_colon = clause.rfind(':');
+    if (colon == std::string::npos || open == std::string::npos || last_colon < open ||
+        first >= colon) {
+      f.fail("'" + clause + "' is not a stage in canonical form (\"stage: kind[a:b] ...\")");
+    }
+    shapes.push_back({clause.substr(first, colon - first), std::atoi(&clause[last_colon + 1])});
+    from = to + 1;
+  }
+  model::Composition c;
+  try {
+    c = model::parse_composition(text, shapes);
+  } catch (const Error& e) {
+    f.fail(e.what());
+  }
+  if (c.to_string() != text) f.fail("not in canonical form ('" + c.to_string() + "')");
+  return c;
+}
+
+CandidateResult candidate_from_json(const Field& f) {
+  CandidateResult c;
+  c.candidate.labels = f.at("labels").strings();
+  if (c.candidate.labels.empty()) f.at("labels").fail("expected at least one label");
+  c.candidate.composition = canonical_composition(f.at("composition"));
+  c.candidate.text = c.candidate.composition.to_string();
+  c.candidate.pdl = f.at("pdl").boolean();
+  if (const std::optional<Field> p = f.optional("predicted")) {
+    c.predicted = Predicted{p->at("ttfo_ns").integer(0), p->at("decode_step_ns").integer(0)};
+  }
+  if (const std::optional<Field> m = f.optional("measured")) {
+    c.measured = Measured{m->at("ttfo").stats(), m->at("decode_step").stats()};
+  }
+  if (const std::optional<Field> e = f.optional("prediction_error")) {
+    c.prediction_error = e->string();
+  }
+  if (const std::optional<Field> e = f.optional("measurement_error")) {
+    c.measurement_error = e->string();
+  }
+  return c;
+}
+
 void batch_markdown(std::string& md, const BatchValidation& b) {
   const BatchMetrics& m = b.metrics;
   md += "\n## Batch " + std::to_string(b.batch) + "\n\n";
@@ -139,9 +242,9 @@ void batch_markdown(std::string& md, const BatchValidation& b) {
     md += "| " + std::to_string(i + 1) + " | " + c.candidate.label() + " | " + best + " | " +
           ms_text(predicted_ns(c)) + " | " + ms_text(measured_ns(c, &model::LatencyStats::p50)) +
           " | " + ms_text(measured_ns(c, &model::LatencyStats::p95)) + " | " +
-          percent_text(c.ttfo_ape) + " | " + ms_text(predicted_ns(c, true)) + " | " +
+          percent_cell(c.ttfo_ape) + " | " + ms_text(predicted_ns(c, true)) + " | " +
           ms_text(measured_ns(c, &model::LatencyStats::p50, true)) + " | " +
-          percent_text(c.decode_step_ape) + " | `" + c.candidate.text + "`" +
+          percent_cell(c.decode_step_ape) + " | `" + c.candidate.text + "`" +
           (c.candidate.pdl ? " with PDL" : "") + " |\n";
     if (!c.prediction_error.empty()) {
       problems += "- " + std::to_string(i + 1) + " (" + c.candidate.label() +
@@ -153,15 +256,33 @@ void batch_markdown(std::string& md, const BatchValidation& b) {
     }
   }
   if (!problems.empty()) md += "\n" + problems;
-  md += "\nTTFO MAPE " + percent_text(m.ttfo_mape) + ", decode step MAPE " +
-        percent_text(m.decode_step_mape) + ", Kendall τ " + tau_text(m.kendall_tau) + " over " +
-        std::to_string(m.scored) + " candidates; hit: " + hit_text(m.hit) + " (regret " +
-        percent_text(m.regret) + ", tolerance " + percent_text(m.tolerance) + ").\n";
+  md += "\nTTFO MAPE " + percent_cell(m.ttfo_mape) + ", decode step MAPE " +
+        percent_cell(m.decode_step_mape) + ", Kendall τ " + tau_cell(m.kendall_tau) + " over " +
+        std::to_string(m.scored) + " candidates; hit: " + hit_cell(m.hit) + " (regret " +
+        percent_cell(m.regret) + ", tolerance " + percent_cell(m.tolerance) + ").\n";
 }
 
 }  // namespace
 
 std::string Candidate::label() const { return model::comma_list(labels); }
+
+std::span<const std::pair<const char*, const char*>> validation_definitions() {
+  return kDefinitions;
+}
+
+std::string percent_cell(const std::optional<double>& fraction) {
+  return fraction ? model::percent_text(*fraction) : "—";
+}
+
+std::string tau_cell(const std::optional<double>& tau) {
+  return tau ? model::printf_string("%.3f", *tau) : "—";
+}
+
+std::string hit_cell(const std::optional<bool>& hit) { return hit ? (*hit ? "yes" : "no") : "—"; }
+
+std::string candidate_cell(const BatchValidation& batch, const std::optional<size_t>& index) {
+  return index ? batch.candidates[*index].candidate.label() : "—";
+}
 
 model::Composition merge_conv_regions(model::Composition composition) {
   for (model::StageRegions& s : composition.stages) {
@@ -373,6 +494,45 @@ json validation_to_json(const Validation& v) {
             {"judged", o.judged}}}};
 }
 
+Validation validation_from_json(const json& j, std::string_view file) {
+  const Field root(j, "", file);
+  if (!j.is_object()) root.fail("expected a JSON object");
+  if (!j.contains("schema") || j["schema"] != kValidationSchema) {
+    throw_field_error(file, "schema", "expected \"" + std::string(kValidationSchema) + "\"");
+  }
+  Validation v;
+  v.model = root.at("model").string();
+  v.device = root.at("device").string();
+  v.profile = root.at("profile").string();
+  v.profile_device = root.at("profile_device").string();
+  v.prompt_len = root.at("prompt_len").integer(1);
+  v.provider = root.at("provider").string();
+  v.runs = static_cast<int>(root.at("runs").integer(0));
+  v.warmup = static_cast<int>(root.at("warmup_runs").integer(0));
+  v.seed = root.at("seed").unsigned_integer();
+  v.top_k = static_cast<int>(root.at("top_k").integer(0));
+  v.random = static_cast<int>(root.at("random").integer(0));
+  v.category = root.at("category").string();
+  for (const Field& b : root.at("batches").list()) {
+    BatchValidation batch;
+    batch.batch = b.at("batch").integer(1);
+    if (!v.batches.empty() && batch.batch <= v.batches.back().batch) {
+      b.at("batch").fail("batches must be listed in increasing order");
+    }
+    batch.notes = b.at("notes").strings();
+    for (const Field& c : b.at("candidates").list()) {
+      batch.candidates.push_back(candidate_from_json(c));
+    }
+    try {
+      batch.metrics = score_batch(batch.candidates);
+    } catch (const Error& e) {  // a measured time of 0
+      b.fail(e.what());
+    }
+    v.batches.push_back(std::move(batch));
+  }
+  return v;
+}
+
 std::string validation_markdown(const Validation& v) {
   std::string md = "# Validation: " + v.model + " on " + v.device + "\n\n";
   md += "Profile `" + v.profile + "` (measured on " + v.profile_device + "); prompt " +
@@ -390,19 +550,19 @@ std::string validation_markdown(const Validation& v) {
       "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BatchValidation& b : v.batches) {
     const BatchMetrics& m = b.metrics;
-    md += "| " + std::to_string(b.batch) + " | " + candidate_name(b, m.predicted_best) + " | " +
-          candidate_name(b, m.measured_best) + " | " + hit_text(m.hit) + " | " +
-          percent_text(m.regret) + " | " + percent_text(m.spread) + " | " +
-          percent_text(m.ttfo_mape) + " | " + percent_text(m.decode_step_mape) + " | " +
-          tau_text(m.kendall_tau) + " | " + std::to_string(m.scored) + " of " +
+    md += "| " + std::to_string(b.batch) + " | " + candidate_cell(b, m.predicted_best) + " | " +
+          candidate_cell(b, m.measured_best) + " | " + hit_cell(m.hit) + " | " +
+          percent_cell(m.regret) + " | " + percent_cell(m.spread) + " | " +
+          percent_cell(m.ttfo_mape) + " | " + percent_cell(m.decode_step_mape) + " | " +
+          tau_cell(m.kendall_tau) + " | " + std::to_string(m.scored) + " of " +
           std::to_string(b.candidates.size()) + " |\n";
   }
   const OverallMetrics o = score_overall(v.batches);
-  md += "\nOverall: TTFO MAPE " + percent_text(o.ttfo_mape) + " (worst batch " +
-        percent_text(o.worst_batch_ttfo_mape) + "), decode step MAPE " +
-        percent_text(o.decode_step_mape) + " over " + std::to_string(o.scored) +
+  md += "\nOverall: TTFO MAPE " + percent_cell(o.ttfo_mape) + " (worst batch " +
+        percent_cell(o.worst_batch_ttfo_mape) + "), decode step MAPE " +
+        percent_cell(o.decode_step_mape) + " over " + std::to_string(o.scored) +
         " candidates; hits " + std::to_string(o.hits) + " of " + std::to_string(o.judged) +
-        "; lowest τ " + tau_text(o.min_kendall_tau) + ".\n";
+        "; lowest τ " + tau_cell(o.min_kendall_tau) + ".\n";
   for (const BatchValidation& b : v.batches) batch_markdown(md, b);
   md += "\n## Definitions\n\n";
   for (const auto& [name, text] : kDefinitions) md += "- " + std::string(name) + ": " + text + "\n";

@@ -22,8 +22,10 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/composition.h"
@@ -156,7 +158,21 @@ struct Validation {
 // With the overall metrics and the definitions above; times in ns (predicted) and in the
 // measurement's unit (measured), errors in percent.
 nlohmann::json validation_to_json(const Validation& validation);
+// Validates and reads validation_to_json's form; `file` names the source in errors. Each
+// candidate's composition is parsed from its canonical text, each stage's op count taken from
+// its last region. The scores are recomputed (score_batch), not read back.
+Validation validation_from_json(const nlohmann::json& json, std::string_view file);
 // A table per batch and a summary table (batch, predicted best, measured best, hit, MAPE, tau).
 std::string validation_markdown(const Validation& validation);
+
+// The definitions of the file comment as both outputs state them: (name, text).
+std::span<const std::pair<const char*, const char*>> validation_definitions();
+
+// Markdown table cells, "—" where there is no value: "12.5%", "0.585" (tau), "yes" or "no" (hit),
+// the label of candidate `index` of `batch`.
+std::string percent_cell(const std::optional<double>& fraction);
+std::string tau_cell(const std::optional<double>& tau);
+std::string hit_cell(const std::optional<bool>& hit);
+std::string candidate_cell(const BatchValidation& batch, const std::optional<size_t>& index);
 
 }  // namespace megacut::planner

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "model/error.h"
 #include "tests/support/synthetic_profile.h"
@@ -330,6 +331,101 @@ TEST(ValidationTest, JsonAndMarkdown) {
         "hits 1 of 2", "## Definitions", "max(2%, spread)"}) {
     EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md;
   }
+}
+
+// two_batches() with compositions of 28-op stages in place of the labels' placeholder texts.
+Validation two_batches_with_compositions() {
+  const std::vector<model::StageShape> shapes = {{"prefill", 28}, {"decode", 28}};
+  const char* texts[] = {"prefill: mk[0:28]; decode: conv[0:28]", "conv",
+                         "decode: conv[0:7] mk[7:]", "mk"};
+  Validation v = two_batches();
+  int n = 0;
+  for (BatchValidation& b : v.batches) {
+    for (CandidateResult& c : b.candidates) {
+      c.candidate.composition = model::parse_composition(texts[n++], shapes);
+      c.candidate.text = c.candidate.composition.to_string();
+    }
+  }
+  v.batches[0].candidates[1].candidate.pdl = true;
+  v.seed = uint64_t{1} << 63;
+  return v;
+}
+
+TEST(ValidationTest, JsonRoundTrip) {
+  const Validation v = two_batches_with_compositions();
+  const nlohmann::json j = validation_to_json(v);
+  const Validation back = validation_from_json(j, "validation.json");
+  EXPECT_EQ(validation_to_json(back), j);
+  EXPECT_EQ(back.model, v.model);
+  EXPECT_EQ(back.seed, v.seed);
+  EXPECT_EQ(back.warmup, v.warmup);
+  ASSERT_EQ(back.batches.size(), 2u);
+  for (size_t b = 0; b < 2; ++b) {
+    EXPECT_EQ(back.batches[b].batch, v.batches[b].batch);
+    EXPECT_EQ(back.batches[b].metrics, v.batches[b].metrics);
+    ASSERT_EQ(back.batches[b].candidates.size(), v.batches[b].candidates.size());
+    for (size_t i = 0; i < v.batches[b].candidates.size(); ++i) {
+      const CandidateResult &got = back.batches[b].candidates[i],
+                            &want = v.batches[b].candidates[i];
+      EXPECT_EQ(got.candidate.labels, want.candidate.labels);
+      EXPECT_EQ(got.candidate.composition, want.candidate.composition);
+      EXPECT_EQ(got.candidate.text, want.candidate.text);
+      EXPECT_EQ(got.candidate.pdl, want.candidate.pdl);
+      EXPECT_EQ(got.predicted, want.predicted);
+      EXPECT_EQ(got.measured, want.measured);
+      EXPECT_EQ(got.prediction_error, want.prediction_error);
+      EXPECT_EQ(got.measurement_error, want.measurement_error);
+    }
+  }
+  EXPECT_EQ(back.batches[0].candidates[1].candidate.text,
+            "prefill: conv[0:28]; decode: conv[0:28]");
+  EXPECT_EQ(back.batches[1].candidates[1].prediction_error, "no task benchmark");
+}
+
+TEST(ValidationTest, JsonErrorsNameTheFileAndField) {
+  const nlohmann::json good = validation_to_json(two_batches_with_compositions());
+  auto error = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json j = good;
+    spoil(j);
+    try {
+      validation_from_json(j, "v.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto candidate = [](nlohmann::json& j) -> nlohmann::json& {
+    return j["batches"][1]["candidates"][0];
+  };
+  EXPECT_EQ(error([](nlohmann::json&) {}), "no error");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["schema"] = "megacut.plan/1"; }),
+            "v.json: field 'schema': expected \"megacut.validation/1\"");
+  EXPECT_EQ(error([](nlohmann::json& j) { j.erase("model"); }), "v.json: field 'model': missing");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["seed"] = -1; }),
+            "v.json: field 'seed': expected a non-negative integer, got -1");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["batches"] = {}; }),
+            "v.json: field 'batches': expected a list, got null");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["batches"][1]["batch"] = 1; }),
+            "v.json: field 'batches[1].batch': batches must be listed in increasing order");
+  EXPECT_EQ(error([&](nlohmann::json& j) { candidate(j)["labels"] = nlohmann::json::array(); }),
+            "v.json: field 'batches[1].candidates[0].labels': expected at least one label");
+  EXPECT_EQ(error([&](nlohmann::json& j) { candidate(j)["predicted"]["ttfo_ns"] = 1.5; }),
+            "v.json: field 'batches[1].candidates[0].predicted.ttfo_ns': expected an integer, got "
+            "1.5");
+  EXPECT_EQ(error([&](nlohmann::json& j) { candidate(j)["measured"]["ttfo"].erase("p95"); }),
+            "v.json: field 'batches[1].candidates[0].measured.ttfo.p95': missing");
+  EXPECT_EQ(error([&](nlohmann::json& j) { candidate(j)["composition"] = "mk"; }),
+            "v.json: field 'batches[1].candidates[0].composition': 'mk' is not a stage in "
+            "canonical form (\"stage: kind[a:b] ...\")");
+  EXPECT_EQ(error([&](nlohmann::json& j) {
+              candidate(j)["composition"] = "prefill: mk[0:28]; decode: conv[0:9] conv[10:28]";
+            }).find("v.json: field 'batches[1].candidates[0].composition': "),
+            0u);
+  EXPECT_EQ(error([&](nlohmann::json& j) {
+              candidate(j)["measured"]["ttfo"] = model::stats_to_json(model::constant_stats(0));
+            }),
+            "v.json: field 'batches[1]': validation: a measured time of 0.000000 cannot score a "
+            "prediction");
 }
 
 }  // namespace

@@ -1,0 +1,246 @@
+#include "planner/report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <memory>
+
+#include "model/error.h"
+#include "model/text.h"
+#include "simulator/simulator.h"
+
+namespace megacut::planner {
+namespace {
+
+using nlohmann::json;
+
+json ms_json(const std::optional<double>& ms) { return ms ? json(*ms) : json(nullptr); }
+
+json percent_json(const std::optional<double>& fraction) {
+  return fraction ? json(100 * *fraction) : json(nullptr);
+}
+
+json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& m,
+                    const std::optional<double>& coverage) {
+  std::optional<double> predicted_ttfo, predicted_step, ttfo_p50, ttfo_p95, step_p50;
+  if (c.predicted) {
+    predicted_ttfo = static_cast<double>(c.predicted->ttfo_ns) / 1e6;
+    predicted_step = static_cast<double>(c.predicted->decode_step_ns) / 1e6;
+  }
+  if (c.measured) {
+    const model::LatencyStats ttfo = c.measured->ttfo.converted("ms");
+    ttfo_p50 = ttfo.p50;
+    ttfo_p95 = ttfo.p95;
+    step_p50 = c.measured->decode_step.converted("ms").p50;
+  }
+  return {{"label", c.candidate.label()},
+          {"predicted_ttfo_ms", ms_json(predicted_ttfo)},
+          {"measured_ttfo_p50_ms", ms_json(ttfo_p50)},
+          {"measured_ttfo_p95_ms", ms_json(ttfo_p95)},
+          {"predicted_decode_step_ms", ms_json(predicted_step)},
+          {"measured_decode_step_p50_ms", ms_json(step_p50)},
+          {"predicted_best", m.predicted_best == index},
+          {"measured_best", m.measured_best == index},
+          {"mk_coverage", coverage ? json(*coverage) : json(nullptr)}};
+}
+
+// The coverage of candidate `index` of batch `batch`, none where it was not computed.
+std::optional<double> coverage_of(const ReportModel& m, size_t batch, size_t index) {
+  if (batch >= m.coverage.size() || index >= m.coverage[batch].size()) return std::nullopt;
+  return m.coverage[batch][index];
+}
+
+}  // namespace
+
+void add_coverage(ReportModel& m, const simulator::Profile& profile) {
+  const Validation& v = m.validation;
+  if (profile.model_name != v.model) {
+    skip_coverage(
+        m, "the profile " + v.profile + " is of " + profile.model_name + ", not of " + v.model);
+    return;
+  }
+  std::unique_ptr<simulator::Simulator> sims[2];  // without PDL, with PDL: made when needed
+  double moved = 0;  // the largest |new - recorded| / recorded predicted TTFO
+  int failed = 0;
+  std::string first_error;
+  m.coverage.clear();
+  for (const BatchValidation& b : v.batches) {
+    std::vector<std::optional<double>> row;
+    for (const CandidateResult& c : b.candidates) {
+      std::optional<double> share;
+      if (c.predicted) {
+        std::unique_ptr<simulator::Simulator>& sim = sims[c.candidate.pdl ? 1 : 0];
+        if (!sim) {
+          sim = std::make_unique<simulator::Simulator>(
+              profile, simulator::SimOptions{.pdl = c.candidate.pdl});
+        }
+        try {
+          const Evaluated e =
+              evaluate(sim->simulate(c.candidate.composition, b.batch), c.candidate.composition);
+          share = e.coverage();
+          if (c.predicted->ttfo_ns > 0) {
+            moved =
+                std::max(moved, std::abs(static_cast<double>(e.ttfo_ns - c.predicted->ttfo_ns)) /
+                                    static_cast<double>(c.predicted->ttfo_ns));
+          }
+        } catch (const Error& e) {
+          if (failed++ == 0) first_error = e.what();
+        }
+      }
+      row.push_back(share);
+    }
+    m.coverage.push_back(std::move(row));
+  }
+  if (failed > 0) {
+    m.notes.push_back("mk coverage unknown for " + std::to_string(failed) +
+                      " candidates that the profile " + v.profile +
+                      " no longer simulates, e.g.: " + first_error);
+  }
+  if (moved > 0) {
+    m.notes.push_back("simulated again with " + v.profile +
+                      ", the candidates' TTFO moved by up to " + model::percent_text(moved) +
+                      " from the recorded predictions (the profile or the simulator changed "
+                      "since the validation); the mk coverage is that of the new simulation");
+  }
+}
+
+void skip_coverage(ReportModel& m, const std::string& why) {
+  m.coverage.clear();
+  m.notes.push_back("mk coverage not computed: " + why);
+}
+
+ReportPlots report_plots(std::string_view model) {
+  std::string stem(model);
+  for (char& c : stem) {
+    const bool plain =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (!plain) c = '_';
+  }
+  return {stem + "-scatter.svg", stem + "-candidates.svg", stem + "-coverage.svg"};
+}
+
+void check_distinct_models(const std::vector<ReportModel>& models) {
+  for (size_t i = 0; i < models.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (report_plots(models[i].validation.model).scatter ==
+          report_plots(models[j].validation.model).scatter) {
+        throw Error("report: " + models[j].source + " and " + models[i].source + " both validate " +
+                    models[i].validation.model +
+                    " (one validation per model: their plots would share files)");
+      }
+    }
+  }
+}
+
+json report_data_json(const std::vector<ReportModel>& models) {
+  json out = json::array();
+  for (const ReportModel& m : models) {
+    const Validation& v = m.validation;
+    json batches = json::array();
+    for (size_t b = 0; b < v.batches.size(); ++b) {
+      const BatchValidation& batch = v.batches[b];
+      json candidates = json::array();
+      for (size_t i = 0; i < batch.candidates.size(); ++i) {
+        candidates.push_back(
+            candidate_json(batch.candidates[i], i, batch.metrics, coverage_of(m, b, i)));
+      }
+      const BatchMetrics& s = batch.metrics;
+      batches.push_back({{"batch", batch.batch},
+                         {"hit", s.hit ? json(*s.hit) : json(nullptr)},
+                         {"ttfo_mape_percent", percent_json(s.ttfo_mape)},
+                         {"decode_step_mape_percent", percent_json(s.decode_step_mape)},
+                         {"kendall_tau", s.kendall_tau ? json(*s.kendall_tau) : json(nullptr)},
+                         {"candidates", candidates}});
+    }
+    const ReportPlots plots = report_plots(v.model);
+    out.push_back({{"model", v.model},
+                   {"device", v.device},
+                   {"source", m.source},
+                   {"profile", v.profile},
+                   {"category", v.category},
+                   {"notes", m.notes},
+                   {"plots",
+                    {{"scatter", plots.scatter},
+                     {"candidates", plots.candidates},
+                     {"coverage", plots.coverage}}},
+                   {"batches", batches}});
+  }
+  return {{"schema", kReportDataSchema}, {"models", out}};
+}
+
+std::string report_markdown(const std::vector<ReportModel>& models) {
+  std::string md = "# Validation report\n\n";
+  md += "Predicted against measured time to first output (TTFO) of the same compositions, from ";
+  std::vector<std::string> sources;
+  for (const ReportModel& m : models) {
+    sources.push_back(m.validation.model + " on " + m.validation.device + " (`" + m.source + "`)");
+  }
+  md += model::comma_list(sources) + ".\n";
+
+  md +=
+      "\n## Per batch size\n\n"
+      "| model | batch | predicted best | measured best | hit | TTFO MAPE | decode MAPE | Kendall "
+      "τ | category |\n"
+      "| --- | ---: | --- | --- | --- | ---: | ---: | ---: | --- |\n";
+  for (const ReportModel& m : models) {
+    for (const BatchValidation& b : m.validation.batches) {
+      const BatchMetrics& s = b.metrics;
+      md += "| " + m.validation.model + " | " + std::to_string(b.batch) + " | " +
+            candidate_cell(b, s.predicted_best) + " | " + candidate_cell(b, s.measured_best) +
+            " | " + hit_cell(s.hit) + " | " + percent_cell(s.ttfo_mape) + " | " +
+            percent_cell(s.decode_step_mape) + " | " + tau_cell(s.kendall_tau) + " | " +
+            m.validation.category + " |\n";
+    }
+  }
+
+  md +=
+      "\n## Overall per model\n\n"
+      "| model | device | candidates scored | TTFO MAPE | worst batch TTFO MAPE | decode MAPE | "
+      "lowest τ | hits |\n"
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const ReportModel& m : models) {
+    const OverallMetrics o = score_overall(m.validation.batches);
+    md += "| " + m.validation.model + " | " + m.validation.device + " | " +
+          std::to_string(o.scored) + " | " + percent_cell(o.ttfo_mape) + " | " +
+          percent_cell(o.worst_batch_ttfo_mape) + " | " + percent_cell(o.decode_step_mape) + " | " +
+          tau_cell(o.min_kendall_tau) + " | " + std::to_string(o.hits) + " of " +
+          std::to_string(o.judged) + " |\n";
+  }
+
+  md +=
+      "\n## Plots\n\n"
+      "`python3 scripts/plot.py DIR` draws them from DIR/report-data.json.\n";
+  for (const ReportModel& m : models) {
+    const ReportPlots plots = report_plots(m.validation.model);
+    md += "\n### " + m.validation.model + "\n\n";
+    md += "- [" + plots.scatter + "](" + plots.scatter +
+          "): predicted against measured TTFO (p50) of every candidate at every batch size, "
+          "coloured by batch, with the line y = x and a ±5% band around it.\n";
+    md += "- [" + plots.candidates + "](" + plots.candidates +
+          "): per batch size, each candidate's predicted TTFO beside its measured p50 (whisker to "
+          "p95), with the predicted and the measured best marked.\n";
+    md += "- [" + plots.coverage + "](" + plots.coverage +
+          "): mk coverage of the predicted best at each batch size (the coverage curve), beside "
+          "that of the measured best and of the planner's top 1 (which the category follows), "
+          "with the model's category.\n";
+    for (const std::string& note : m.notes) md += "\nNote: " + note + "\n";
+  }
+
+  md += "\n## Definitions\n\n";
+  for (const auto& [name, text] : validation_definitions()) {
+    md += "- " + std::string(name) + ": " + text + "\n";
+  }
+  md +=
+      "- mk coverage: the share of a candidate's predicted time (its stages' times summed) spent "
+      "in mk regions, from simulating it again with the validation's profile\n";
+  md +=
+      "- category: the planner's, over the validated batch sizes: how its best composition (top "
+      "1) moves with batch size\n";
+  for (Category c : kCategories) {
+    md +=
+        "  - " + std::string(category_name(c)) + ": " + std::string(category_definition(c)) + "\n";
+  }
+  return md;
+}
+
+}  // namespace megacut::planner
