@@ -8,8 +8,9 @@
 
 namespace megacut::model {
 
-// Defined in op_kinds.cc: appends the built-in kinds.
+// Defined in op_kinds.cc and op_kinds_audio.cc: append the built-in kinds.
 void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds);
+void register_audio_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds);
 
 std::string_view access_name(Access access) {
   switch (access) {
@@ -44,6 +45,7 @@ Registry& registry() {
   static Registry* instance = [] {
     auto* r = new Registry;  // never destroyed: ops refer to their kinds until exit
     register_builtin_op_kinds(r->kinds);
+    register_audio_op_kinds(r->kinds);
     return r;
   }();
   return *instance;

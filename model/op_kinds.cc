@@ -11,30 +11,18 @@
 
 #include "model/graph.h"
 #include "model/op.h"
+#include "model/op_kind_base.h"
 
 namespace megacut::model {
 namespace {
 
-constexpr int64_t kBf16 = 2;
-
-int64_t cols_of(const Graph& graph, int tensor) { return graph.tensor(tensor).shape.back(); }
+using kinds::cols_of;
+using kinds::kBf16;
+using kinds::Kind;
 
 Box all_cols(const Graph& graph, int tensor, int64_t row_begin, int64_t row_end) {
   return Box{row_begin, row_end, 0, cols_of(graph, tensor)};
 }
-
-// Shared shape of a kind: name and input access patterns fixed at construction.
-class Kind : public OpKind {
- public:
-  Kind(std::string_view name, std::vector<Access> access) : name_(name), access_(access) {}
-  std::string_view name() const override { return name_; }
-  int input_count() const override { return static_cast<int>(access_.size()); }
-  Access access(int input) const override { return access_.at(input); }
-
- private:
-  std::string_view name_;
-  std::vector<Access> access_;
-};
 
 // embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input).
 class Embedding final : public Kind {

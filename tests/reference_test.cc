@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "executor/reference/op_reference.h"
@@ -110,6 +112,267 @@ TEST(Reference, ArgmaxTakesTheFirstMaximumAndNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> logits = {1, 5, 5, 2, 1, nan, 3, nan};  // (2, 4)
   EXPECT_EQ(argmax(logits, 4), (std::vector<int32_t>{1, 1}));
+}
+
+// The message of the Error that f throws, or "" if it throws none.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<float> random_values(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Reference, CausalConvPadsOnTheLeftAndNeverLooksAhead) {
+  // K 2, D 2, one channel, W = (1, 10), bias 0.5: tap j = 0 reads x[t - 2], tap j = 1 reads
+  // x[t], so y[t] = 0.5 + x[t - 2] + 10 x[t]. Two sequences (1, 2, 3) and (4, 5, 6):
+  //   sequence 0: 0.5 + 10 = 10.5, 0.5 + 20 = 20.5, 0.5 + 1 + 30 = 31.5
+  //   sequence 1: 0.5 + 40 = 40.5, 0.5 + 50 = 50.5, 0.5 + 4 + 60 = 64.5
+  // (rows 0 and 1 of sequence 1 see zeros, not the end of sequence 0).
+  const Conv1dShape shape{
+      .batch = 2, .len = 3, .in_channels = 1, .out_channels = 1, .kernel = 2, .dilation = 2};
+  const std::vector<float> w = {1, 10}, bias = {0.5f};
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(causal_conv1d(x, w, bias, shape),
+            (std::vector<double>{10.5, 20.5, 31.5, 40.5, 50.5, 64.5}));
+  // A later input never reaches an earlier output: x[2] = 100 changes only y[2] (0.5 + 1 + 1000).
+  x[2] = 100;
+  EXPECT_EQ(causal_conv1d(x, w, bias, shape),
+            (std::vector<double>{10.5, 20.5, 1001.5, 40.5, 50.5, 64.5}));
+}
+
+TEST(Reference, CausalConvDepthwiseAndFull) {
+  // K 2, D 1, two channels, x rows (1, 2), (3, 4); y[t, o] = sum_i W[o, i, 0] x[t - 1, i] +
+  // W[o, i, 1] x[t, i] over the input channels i of o's group.
+  const std::vector<float> x = {1, 2, 3, 4};
+  // Depthwise (groups 2), W[o, 0, :] = (1, 2) and (3, 4): channel o sees only channel o.
+  //   t 0: 2 * 1 = 2,          4 * 2 = 8
+  //   t 1: 1 * 1 + 2 * 3 = 7,  3 * 2 + 4 * 4 = 22
+  const Conv1dShape depthwise{
+      .batch = 1, .len = 2, .in_channels = 2, .out_channels = 2, .kernel = 2, .groups = 2};
+  EXPECT_EQ(causal_conv1d(x, std::vector<float>{1, 2, 3, 4}, {}, depthwise),
+            (std::vector<double>{2, 8, 7, 22}));
+  // Full (groups 1), W[0] = ((1, 2), (0, 1)), W[1] = ((1, 0), (3, 4)):
+  //   t 0: 2 * 1 + 1 * 2 = 4,                      0 * 1 + 4 * 2 = 8
+  //   t 1: (1 * 1 + 0 * 2) + (2 * 3 + 1 * 4) = 11,  (1 * 1 + 3 * 2) + (0 * 3 + 4 * 4) = 23
+  Conv1dShape full = depthwise;
+  full.groups = 1;
+  EXPECT_EQ(causal_conv1d(x, std::vector<float>{1, 2, 0, 1, 1, 0, 3, 4}, {}, full),
+            (std::vector<double>{4, 8, 11, 23}));
+}
+
+TEST(Reference, CausalConvRejectsMismatchedSizes) {
+  const Conv1dShape shape{.batch = 1, .len = 2, .in_channels = 2, .out_channels = 2, .kernel = 2};
+  const std::vector<float> x(4), w(8);
+  // Weight (2, 2, 2) has 8 values; 6 names the function and both sizes.
+  EXPECT_EQ(error_of([&] { causal_conv1d(x, std::vector<float>(6), {}, shape); }),
+            "reference: causal_conv1d weight has 6 values, expected 8");
+  EXPECT_THROW(causal_conv1d(std::vector<float>(5), w, {}, shape), Error);
+  EXPECT_THROW(causal_conv1d(x, w, std::vector<float>(3), shape), Error);  // bias
+  Conv1dShape odd_groups = shape;
+  odd_groups.groups = 3;
+  EXPECT_THROW(causal_conv1d(x, w, {}, odd_groups), Error);
+  Conv1dShape no_kernel = shape;
+  no_kernel.kernel = 0;
+  EXPECT_THROW(causal_conv1d(x, w, {}, no_kernel), Error);
+}
+
+TEST(Reference, ConvTransposeAddsOverlapsAndTrimsTheTail) {
+  // S 2, K 4, one channel, W = (1, 10, 100, 1000), x = (1, 2, 3): input i adds x[i] W to rows
+  // 2i .. 2i + 3 of the full output ((3 - 1) * 2 + 4 = 8 rows):
+  //   i 0: rows 0-3 += 1, 10, 100, 1000
+  //   i 1: rows 2-5 += 2, 20, 200, 2000
+  //   i 2: rows 4-7 += 3, 30, 300, 3000
+  //   full: 1, 10, 102, 1020, 203, 2030, 300, 3000
+  // The last K - S = 2 rows (300, 3000) are trimmed, leaving 3 * 2 = 6; bias 0.5 on each.
+  const ConvTranspose1dShape shape{
+      .batch = 1, .len = 3, .in_channels = 1, .out_channels = 1, .kernel = 4, .stride = 2};
+  const std::vector<float> x = {1, 2, 3}, w = {1, 10, 100, 1000};
+  EXPECT_EQ(conv_transpose1d(x, w, {}, shape), (std::vector<double>{1, 10, 102, 1020, 203, 2030}));
+  EXPECT_EQ(conv_transpose1d(x, w, std::vector<float>{0.5f}, shape),
+            (std::vector<double>{1.5, 10.5, 102.5, 1020.5, 203.5, 2030.5}));
+  // Two input channels into one output, W[c, 0, :] = (1, 1, 1, 1) and (2, 2, 2, 2), one input
+  // row (1, 10): both outputs 1 * 1 + 10 * 2 = 21.
+  const ConvTranspose1dShape two{
+      .batch = 1, .len = 1, .in_channels = 2, .out_channels = 1, .kernel = 4, .stride = 2};
+  EXPECT_EQ(conv_transpose1d(std::vector<float>{1, 10}, std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2},
+                             {}, two),
+            (std::vector<double>{21, 21}));
+}
+
+TEST(Reference, ConvTransposeRejectsMismatchedSizes) {
+  const ConvTranspose1dShape shape{
+      .batch = 1, .len = 3, .in_channels = 1, .out_channels = 1, .kernel = 4, .stride = 2};
+  const std::vector<float> x(3), w(4);
+  EXPECT_EQ(error_of([&] { conv_transpose1d(x, std::vector<float>(3), {}, shape); }),
+            "reference: conv_transpose1d weight has 3 values, expected 4");
+  EXPECT_THROW(conv_transpose1d(std::vector<float>(4), w, {}, shape), Error);
+  ConvTranspose1dShape short_kernel = shape;
+  short_kernel.kernel = 1;  // K < S would leave rows no input reaches
+  EXPECT_THROW(conv_transpose1d(x, std::vector<float>(1), {}, short_kernel), Error);
+}
+
+// The same causal convolution another way: pad each sequence with (K - 1) * D zero rows, lay the
+// receptive field of each output row out as one im2col row of (I, K) values, and multiply by
+// each output channel's (I, K) weight block.
+std::vector<double> im2col_conv(const std::vector<float>& x, const std::vector<float>& w,
+                                const std::vector<float>& bias, const Conv1dShape& s) {
+  const int64_t pad = (s.kernel - 1) * s.dilation, group_in = s.in_channels / s.groups;
+  const int64_t group_out = s.out_channels / s.groups, block = group_in * s.kernel;
+  std::vector<double> y(s.batch * s.len * s.out_channels);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    std::vector<double> padded((pad + s.len) * s.in_channels, 0.0);  // (pad + len, in)
+    for (int64_t t = 0; t < s.len * s.in_channels; ++t) {
+      padded[pad * s.in_channels + t] = x[b * s.len * s.in_channels + t];
+    }
+    for (int64_t g = 0; g < s.groups; ++g) {
+      std::vector<double> cols(s.len * block);  // (len, I * K)
+      for (int64_t t = 0; t < s.len; ++t) {
+        for (int64_t i = 0; i < group_in; ++i) {
+          for (int64_t j = 0; j < s.kernel; ++j) {
+            cols[t * block + i * s.kernel + j] =
+                padded[(t + j * s.dilation) * s.in_channels + g * group_in + i];
+          }
+        }
+      }
+      for (int64_t t = 0; t < s.len; ++t) {
+        for (int64_t o = g * group_out; o < (g + 1) * group_out; ++o) {
+          double sum = bias[o];
+          for (int64_t e = 0; e < block; ++e) sum += cols[t * block + e] * w[o * block + e];
+          y[(b * s.len + t) * s.out_channels + o] = sum;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Reference, CausalConvMatchesIm2colOnRandomInputs) {
+  std::mt19937 rng(20240611);
+  // (in, out, K, D, groups): a plain conv, a dilated one, depthwise, grouped, pointwise.
+  const int64_t cases[][5] = {
+      {3, 4, 3, 1, 1}, {3, 2, 3, 3, 1}, {4, 4, 7, 1, 4}, {4, 6, 2, 5, 2}, {5, 3, 1, 1, 1}};
+  for (const auto& c : cases) {
+    const Conv1dShape s{.batch = 2,
+                        .len = 11,
+                        .in_channels = c[0],
+                        .out_channels = c[1],
+                        .kernel = c[2],
+                        .dilation = c[3],
+                        .groups = c[4]};
+    const std::vector<float> x = random_values(rng, s.batch * s.len * s.in_channels);
+    const std::vector<float> w = random_values(rng, s.out_channels * c[0] / c[4] * s.kernel);
+    const std::vector<float> bias = random_values(rng, s.out_channels);
+    const std::vector<double> got = causal_conv1d(x, w, bias, s);
+    const std::vector<double> want = im2col_conv(x, w, bias, s);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-12)
+          << "K " << c[2] << " D " << c[3] << " groups " << c[4] << " at " << i;
+    }
+  }
+}
+
+// The textbook transposed convolution: each input row scatters x[i, c] W[c, o, :] onto full
+// rows i * S .. i * S + K - 1; then keep the first len * S rows and add the bias.
+std::vector<double> scatter_conv_transpose(const std::vector<float>& x, const std::vector<float>& w,
+                                           const std::vector<float>& bias,
+                                           const ConvTranspose1dShape& s) {
+  const int64_t full_len = (s.len - 1) * s.stride + s.kernel, out_len = s.len * s.stride;
+  std::vector<double> y(s.batch * out_len * s.out_channels);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    std::vector<double> full(full_len * s.out_channels, 0.0);  // (full_len, out)
+    for (int64_t i = 0; i < s.len; ++i) {
+      for (int64_t c = 0; c < s.in_channels; ++c) {
+        const double v = x[(b * s.len + i) * s.in_channels + c];
+        for (int64_t o = 0; o < s.out_channels; ++o) {
+          for (int64_t j = 0; j < s.kernel; ++j) {
+            full[(i * s.stride + j) * s.out_channels + o] +=
+                v * w[(c * s.out_channels + o) * s.kernel + j];
+          }
+        }
+      }
+    }
+    for (int64_t t = 0; t < out_len; ++t) {
+      for (int64_t o = 0; o < s.out_channels; ++o) {
+        y[(b * out_len + t) * s.out_channels + o] = full[t * s.out_channels + o] + bias[o];
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Reference, ConvTransposeMatchesScatterOnRandomInputs) {
+  std::mt19937 rng(20240612);
+  // (in, out, K, S): K = 2S as in HiFi-GAN, K = S (no overlap), odd K, S = 1.
+  const int64_t cases[][4] = {{3, 2, 16, 8}, {2, 3, 4, 4}, {4, 3, 11, 5}, {2, 2, 3, 1}};
+  for (const auto& c : cases) {
+    const ConvTranspose1dShape s{.batch = 2,
+                                 .len = 6,
+                                 .in_channels = c[0],
+                                 .out_channels = c[1],
+                                 .kernel = c[2],
+                                 .stride = c[3]};
+    const std::vector<float> x = random_values(rng, s.batch * s.len * s.in_channels);
+    const std::vector<float> w = random_values(rng, s.in_channels * s.out_channels * s.kernel);
+    const std::vector<float> bias = random_values(rng, s.out_channels);
+    const std::vector<double> got = conv_transpose1d(x, w, bias, s);
+    const std::vector<double> want = scatter_conv_transpose(x, w, bias, s);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-12) << "K " << c[2] << " S " << c[3] << " at " << i;
+    }
+  }
+}
+
+TEST(Reference, SnakeBetaUsesExpOfItsLogParameters) {
+  // Channel 0: alpha_log = beta_log = 0, so alpha = beta = 1; channel 1: alpha_log = ln 2,
+  // beta_log = ln 4, so alpha = 2, beta = 4. Row 0 is x = 0: sin(0) = 0, so y = 0.
+  // Row 1, x = (1, 0.5): y0 = 1 + sin(1)^2 / (1 + 1e-9) = 1 + 0.70807341827 / (1 + 1e-9)
+  // = 1.70807341757; y1 = 0.5 + sin(2 * 0.5)^2 / (4 + 1e-9) = 0.5 + 0.17701835457 = 0.67701835457.
+  const std::vector<float> x = {0, 0, 1, 0.5f};
+  const std::vector<float> alpha_log = {0, std::log(2.0f)}, beta_log = {0, std::log(4.0f)};
+  const std::vector<double> y = snake_beta(x, alpha_log, beta_log, 2);
+  EXPECT_EQ(y[0], 0);
+  EXPECT_EQ(y[1], 0);
+  EXPECT_DOUBLE_EQ(y[2], 1 + std::sin(1.0) * std::sin(1.0) / (1 + 1e-9));
+  EXPECT_NEAR(y[2], 1.70807341757, 1e-10);
+  EXPECT_NEAR(y[3], 0.67701835457, 1e-7);  // ln 2 and ln 4 rounded to float
+  EXPECT_THROW(snake_beta(x, std::vector<float>{0}, beta_log, 2), Error);
+  EXPECT_THROW(snake_beta(std::vector<float>{0, 0, 0}, alpha_log, beta_log, 2), Error);
+}
+
+TEST(Reference, LeakyReluAndTanh) {
+  // Slope 0.1: -2 -> -0.2; 0 and 3 pass through.
+  EXPECT_EQ(leaky_relu(std::vector<float>{-2, 0, 3}, 0.1), (std::vector<double>{-0.2, 0, 3}));
+  // tanh(0) = 0, tanh(+-1) = +-0.76159415596.
+  const std::vector<double> t = tanh_activation(std::vector<float>{0, 1, -1});
+  EXPECT_EQ(t[0], 0);
+  EXPECT_NEAR(t[1], 0.76159415596, 1e-11);
+  EXPECT_EQ(t[2], -t[1]);
+}
+
+TEST(Reference, CodebookSumAddsOneEntryPerCodebook) {
+  // 2 codebooks of 3 entries, dim 2: codebook 0 is (0, 0), (1, 2), (3, 4); codebook 1 is
+  // (10, 20), (30, 40), (50, 60). Codes (1, 2) -> (1 + 50, 2 + 60); (0, 0) -> (0 + 10, 0 + 20).
+  const std::vector<float> tables = {0, 0, 1, 2, 3, 4, 10, 20, 30, 40, 50, 60};
+  EXPECT_EQ(codebook_sum(std::vector<int32_t>{1, 2, 0, 0}, tables, 2, 3, 2),
+            (std::vector<double>{51, 62, 10, 20}));
+  EXPECT_EQ(error_of([&] {
+              codebook_sum(std::vector<int32_t>{1, 2, 0, 3}, tables, 2, 3, 2);
+            }),
+            "reference: codebook_sum row 1 codebook 1: code 3 outside [0, 3)");
+  EXPECT_THROW(codebook_sum(std::vector<int32_t>{-1, 0}, tables, 2, 3, 2), Error);
+  EXPECT_THROW(codebook_sum(std::vector<int32_t>{0, 0}, tables, 2, 3, 3), Error);  // tables
 }
 
 }  // namespace

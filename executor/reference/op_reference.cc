@@ -27,6 +27,25 @@ void expect_size(std::span<const float> values, int64_t size, const char* what) 
   }
 }
 
+void expect_positive(int64_t value, const char* op, const char* field) {
+  if (value <= 0) {
+    throw Error(std::string("reference: ") + op + " " + field + " is " + std::to_string(value) +
+                ", not positive");
+  }
+}
+
+// A bias is optional: empty, or one value per output channel.
+void expect_bias(std::span<const float> bias, int64_t channels, const char* op) {
+  if (!bias.empty() && static_cast<int64_t>(bias.size()) != channels) {
+    throw Error(std::string("reference: ") + op + " bias has " + std::to_string(bias.size()) +
+                " values, expected " + std::to_string(channels) + " or none");
+  }
+}
+
+double bias_of(std::span<const float> bias, int64_t channel) {
+  return bias.empty() ? 0.0 : double(bias[channel]);
+}
+
 // HF RMSNorm of one vector: the normalized value is cast to bf16 before the weight multiplies.
 void rms_normalize(const float* x, const float* w, int64_t n, double eps, double* y) {
   double sum_sq = 0;
@@ -233,6 +252,141 @@ std::vector<int32_t> argmax(std::span<const float> logits, int64_t vocab) {
       if (std::isnan(row[i]) || row[i] > row[best]) best = i;
     }
     out[r] = static_cast<int32_t>(best);
+  }
+  return out;
+}
+
+std::vector<double> causal_conv1d(std::span<const float> x, std::span<const float> weight,
+                                  std::span<const float> bias, const Conv1dShape& s) {
+  constexpr const char* op = "causal_conv1d";
+  expect_positive(s.batch, op, "batch");
+  expect_positive(s.len, op, "len");
+  expect_positive(s.in_channels, op, "in_channels");
+  expect_positive(s.out_channels, op, "out_channels");
+  expect_positive(s.kernel, op, "kernel");
+  expect_positive(s.dilation, op, "dilation");
+  expect_positive(s.groups, op, "groups");
+  if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0) {
+    throw Error("reference: causal_conv1d groups " + std::to_string(s.groups) +
+                " does not divide in_channels " + std::to_string(s.in_channels) +
+                " and out_channels " + std::to_string(s.out_channels));
+  }
+  const int64_t group_in = s.in_channels / s.groups, group_out = s.out_channels / s.groups;
+  const int64_t k = s.kernel;
+  expect_size(x, s.batch * s.len * s.in_channels, "causal_conv1d input");
+  expect_size(weight, s.out_channels * group_in * k, "causal_conv1d weight");
+  expect_bias(bias, s.out_channels, op);
+  std::vector<double> out(s.batch * s.len * s.out_channels);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t t = 0; t < s.len; ++t) {
+      double* y = &out[(b * s.len + t) * s.out_channels];
+      for (int64_t o = 0; o < s.out_channels; ++o) {
+        const int64_t first_in = o / group_out * group_in;
+        double sum = bias_of(bias, o);
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t src = t - (k - 1 - j) * s.dilation;
+          if (src < 0) continue;  // the causal left padding
+          const float* xr = &x[(b * s.len + src) * s.in_channels + first_in];
+          const float* wo = &weight[o * group_in * k + j];  // W[o, :, j], stride k
+          for (int64_t i = 0; i < group_in; ++i) sum += double(wo[i * k]) * xr[i];
+        }
+        y[o] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> conv_transpose1d(std::span<const float> x, std::span<const float> weight,
+                                     std::span<const float> bias, const ConvTranspose1dShape& s) {
+  constexpr const char* op = "conv_transpose1d";
+  expect_positive(s.batch, op, "batch");
+  expect_positive(s.len, op, "len");
+  expect_positive(s.in_channels, op, "in_channels");
+  expect_positive(s.out_channels, op, "out_channels");
+  expect_positive(s.kernel, op, "kernel");
+  expect_positive(s.stride, op, "stride");
+  if (s.kernel < s.stride) {
+    throw Error("reference: conv_transpose1d kernel " + std::to_string(s.kernel) +
+                " is less than stride " + std::to_string(s.stride));
+  }
+  const int64_t k = s.kernel, stride = s.stride, out_len = s.len * stride;
+  expect_size(x, s.batch * s.len * s.in_channels, "conv_transpose1d input");
+  expect_size(weight, s.in_channels * s.out_channels * k, "conv_transpose1d weight");
+  expect_bias(bias, s.out_channels, op);
+  std::vector<double> out(s.batch * out_len * s.out_channels);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t t = 0; t < out_len; ++t) {
+      double* y = &out[(b * out_len + t) * s.out_channels];
+      for (int64_t o = 0; o < s.out_channels; ++o) {
+        double sum = bias_of(bias, o);
+        // Taps j = t - i * S for the inputs i whose span [i * S, i * S + K) holds t.
+        for (int64_t j = t % stride; j < k && j <= t; j += stride) {
+          const float* xr = &x[(b * s.len + (t - j) / stride) * s.in_channels];
+          for (int64_t c = 0; c < s.in_channels; ++c) {
+            sum += double(xr[c]) * weight[(c * s.out_channels + o) * k + j];
+          }
+        }
+        y[o] = sum;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> snake_beta(std::span<const float> x, std::span<const float> alpha_log,
+                               std::span<const float> beta_log, int64_t channels) {
+  const int64_t rows = rows_of(x, channels, "snake_beta input");
+  expect_size(alpha_log, channels, "snake_beta alpha_log");
+  expect_size(beta_log, channels, "snake_beta beta_log");
+  std::vector<double> out(rows * channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double alpha = std::exp(double(alpha_log[c]));
+    const double inv_beta = 1.0 / (std::exp(double(beta_log[c])) + 1e-9);
+    for (int64_t r = 0; r < rows; ++r) {
+      const double v = x[r * channels + c], sn = std::sin(alpha * v);
+      out[r * channels + c] = v + inv_beta * sn * sn;
+    }
+  }
+  return out;
+}
+
+std::vector<double> leaky_relu(std::span<const float> x, double slope) {
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] >= 0 ? double(x[i]) : slope * x[i];
+  return out;
+}
+
+std::vector<double> tanh_activation(std::span<const float> x) {
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = std::tanh(double(x[i]));
+  return out;
+}
+
+std::vector<double> codebook_sum(std::span<const int32_t> codes, std::span<const float> tables,
+                                 int64_t codebooks, int64_t entries, int64_t dim) {
+  expect_positive(codebooks, "codebook_sum", "codebooks");
+  expect_positive(entries, "codebook_sum", "entries");
+  expect_positive(dim, "codebook_sum", "dim");
+  if (codes.size() % codebooks != 0) {
+    throw Error("reference: codebook_sum codes has " + std::to_string(codes.size()) +
+                " values, not a multiple of " + std::to_string(codebooks) + " codebooks");
+  }
+  expect_size(tables, codebooks * entries * dim, "codebook_sum tables");
+  const int64_t rows = static_cast<int64_t>(codes.size()) / codebooks;
+  std::vector<double> out(rows * dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    double* y = &out[r * dim];
+    for (int64_t q = 0; q < codebooks; ++q) {
+      const int32_t code = codes[r * codebooks + q];
+      if (code < 0 || code >= entries) {
+        throw Error("reference: codebook_sum row " + std::to_string(r) + " codebook " +
+                    std::to_string(q) + ": code " + std::to_string(code) + " outside [0, " +
+                    std::to_string(entries) + ")");
+      }
+      const float* e = &tables[(q * entries + code) * dim];
+      for (int64_t d = 0; d < dim; ++d) y[d] += e[d];
+    }
   }
   return out;
 }

@@ -1,12 +1,13 @@
-// float64 references of the decoder op kinds: each computes an op's whole output in double
-// precision from float inputs (bf16 values widened), with the semantics of the tile bodies and
-// of Hugging Face transformers. Plain C++ with no CUDA: they check the kernels, and chained
-// (rounding each output with round_bf16) they make a whole-model reference.
+// float64 references of the op kinds: each computes an op's whole output in double precision
+// from float inputs (bf16 values widened), with the semantics of the tile bodies and of Hugging
+// Face transformers (PyTorch for the audio ops). Plain C++ with no CUDA: they check the kernels,
+// and chained (rounding each output with round_bf16) they make a whole-model reference.
 //
-// Conventions, as in the graph: activations are row-major (rows, cols) with rows = tokens,
-// sequence-major (row = sequence * seq_len + position); weights are row-major (n, k); a KV
-// cache is (batch, capacity, 2 * kv_heads * head_dim), keys then values in each row. Shapes
-// are explicit arguments; a span whose size does not match them throws megacut::Error.
+// Conventions, as in the graph: activations are row-major (rows, cols) with rows = tokens (time
+// steps for the audio ops), sequence-major (row = sequence * seq_len + position), cols = hidden
+// units or channels; weights are row-major (n, k) unless stated otherwise; a KV cache is (batch,
+// capacity, 2 * kv_heads * head_dim), keys then values in each row. Shapes are explicit
+// arguments; a span whose size does not match them throws megacut::Error.
 #pragma once
 
 #include <cstdint>
@@ -92,5 +93,67 @@ std::vector<double> residual_add(std::span<const float> a, std::span<const float
 
 // First index of the largest value of each row of logits (rows, vocab); NaN counts as largest.
 std::vector<int32_t> argmax(std::span<const float> logits, int64_t vocab);
+
+// Audio decoding ops (codec decoder and vocoder). Each sequence is len time steps; the
+// convolutions run over time within a sequence and never across sequences.
+
+struct Conv1dShape {
+  int64_t batch = 0;
+  int64_t len = 0;  // rows (time steps) per sequence
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t kernel = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;  // divides both channel counts; groups = in = out is depthwise
+};
+
+struct ConvTranspose1dShape {
+  int64_t batch = 0;
+  int64_t len = 0;  // input rows per sequence; each gives stride output rows
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t kernel = 0;  // at least stride
+  int64_t stride = 1;
+};
+
+// Causal dilated convolution over time of x (batch * len, in_channels), K = kernel, D =
+// dilation, I = in_channels / groups, and g = o / (out_channels / groups) the group of o:
+//   y[t, o] = bias[o] + sum_{i < I, j < K} W[o, i, j] * x[t - (K - 1 - j) * D, g * I + i]
+// with x = 0 at a time before the sequence's first row (left padding (K - 1) * D, no
+// look-ahead): row t sees rows t - (K - 1) * D .. t of its own sequence. This is PyTorch's
+// Conv1d on F.pad(x, ((K - 1) * D, 0)) per sequence. Weight in Conv1d layout (out_channels,
+// I, K); bias (out_channels), or empty for none. Output (batch * len, out_channels).
+std::vector<double> causal_conv1d(std::span<const float> x, std::span<const float> weight,
+                                  std::span<const float> bias, const Conv1dShape& shape);
+
+// Causal transposed convolution over time (upsampling by S = stride) of x (batch * len,
+// in_channels), K = kernel >= S, groups 1. The full transposed convolution of a sequence,
+//   z[t, o] = sum_c sum over (i, j) with i * S + j = t, i < len, j < K of x[i, c] * W[c, o, j],
+// has (len - 1) * S + K rows; its last K - S are trimmed, leaving len * S rows, and y[t, o] =
+// bias[o] + z[t, o]. Row t depends only on inputs i <= t / S. This is PyTorch's
+// ConvTranspose1d (padding 0) with the last K - S outputs of each sequence dropped. Weight in
+// ConvTranspose1d layout (in_channels, out_channels, K); bias (out_channels), or empty for
+// none. Output (batch * len * S, out_channels).
+std::vector<double> conv_transpose1d(std::span<const float> x, std::span<const float> weight,
+                                     std::span<const float> bias,
+                                     const ConvTranspose1dShape& shape);
+
+// BigVGAN SnakeBeta with log-scale parameters, per channel c of x (rows, channels):
+// y = x + 1 / (exp(beta_log[c]) + 1e-9) * sin(exp(alpha_log[c]) * x)^2; alpha_log and beta_log
+// (channels).
+std::vector<double> snake_beta(std::span<const float> x, std::span<const float> alpha_log,
+                               std::span<const float> beta_log, int64_t channels);
+
+// y = x >= 0 ? x : slope * x, element-wise.
+std::vector<double> leaky_relu(std::span<const float> x, double slope);
+
+// y = tanh(x), element-wise.
+std::vector<double> tanh_activation(std::span<const float> x);
+
+// Sum of one embedding per codebook: codes (rows, codebooks), tables (codebooks * entries, dim)
+// with codebook q's table in rows [q * entries, (q + 1) * entries);
+// y[r, :] = sum_q tables[q * entries + codes[r, q], :]. Codes must be in [0, entries).
+std::vector<double> codebook_sum(std::span<const int32_t> codes, std::span<const float> tables,
+                                 int64_t codebooks, int64_t entries, int64_t dim);
 
 }  // namespace megacut::reference
