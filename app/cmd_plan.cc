@@ -31,7 +31,7 @@ struct PlanCommandOptions {
   std::string json_path;
   int threads = 0;
   bool allow_interpolate = false;
-  bool pdl = false;
+  std::string launch = "best";
   double min_gain_percent = 5;
 };
 
@@ -122,6 +122,7 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
         "within the simulator's error\n",
         model::percent_text(plan.min_gain).c_str());
   }
+  if (b.pdl) std::printf("  launch: with Programmatic Dependent Launch (megacut run --pdl)\n");
 }
 
 void print_search(const planner::Plan& plan) {
@@ -234,7 +235,13 @@ void run(const PlanCommandOptions& o) {
   options.top_k = o.top_k;
   options.threads = o.threads;
   options.sim.allow_interpolate = o.allow_interpolate;
-  options.sim.pdl = o.pdl;
+  if (o.launch == "best") {
+    options.choose_pdl = true;
+  } else if (o.launch == "pdl" || o.launch == "plain") {
+    options.sim.pdl = o.launch == "pdl";
+  } else {
+    throw Error("--launch: '" + o.launch + "' is not a launch (plain, pdl, best)");
+  }
   if (!(o.min_gain_percent >= 0)) throw Error("--min-gain: must not be negative");
   options.min_gain = o.min_gain_percent / 100;
   const simulator::Profile profile = simulator::read_profile(o.profile);
@@ -302,8 +309,10 @@ void add_plan_command(CLI::App& root) {
   cmd->add_option("--min-gain", o->min_gain_percent,
                   "Percent a composition must gain over all-conventional to be worth building")
       ->capture_default_str();
-  cmd->add_flag("--pdl", o->pdl,
-                "Our kernels launch with Programmatic Dependent Launch (as megacut run --pdl)");
+  cmd->add_option("--launch", o->launch,
+                  "How our kernels launch: plain, pdl (Programmatic Dependent Launch, as megacut "
+                  "run --pdl) or best (each batch whichever is predicted faster)")
+      ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
 

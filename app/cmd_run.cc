@@ -60,18 +60,18 @@ void dump_outputs(const std::string& path, const executor::ScenarioRunner& runne
   executor::safetensors::write_file(path, tensors);
 }
 
-// --composition: the text form, or a file: plan.json (the plan's composition for this batch) or
-// a composition in its JSON form.
-model::Composition read_composition(const std::string& arg, int64_t batch,
-                                    const std::vector<model::StageShape>& shapes) {
+// --composition: the text form, or a file: plan.json (the composition this batch settles on,
+// and whether it launches with PDL) or a composition in its JSON form.
+planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
+                                     const std::vector<model::StageShape>& shapes) {
   if (!arg.ends_with(".json") || !std::filesystem::exists(arg)) {
-    return model::parse_composition(arg, shapes);
+    return {model::parse_composition(arg, shapes), false};
   }
   const nlohmann::json json = model::read_json_file(arg);
   if (json.contains("schema") && json["schema"] == "megacut.plan/1") {
     return planner::plan_composition(json, batch, shapes, arg);
   }
-  return model::composition_from_json(json, shapes, arg);
+  return {model::composition_from_json(json, shapes, arg), false};
 }
 
 void print_region_configs(const executor::ScenarioRunner& runner) {
@@ -110,7 +110,10 @@ void run(const RunCommandOptions& o) {
   for (const model::Stage& s : scenario.stages) {
     shapes.push_back({s.name, model::build_decoder_stage(spec.decoder, s, o.batch).op_count()});
   }
-  const model::Composition composition = read_composition(o.composition, o.batch, shapes);
+  const planner::PlannedRun planned = read_composition(o.composition, o.batch, shapes);
+  if (planned.pdl && !o.pdl) {
+    std::printf("the plan launches this batch with Programmatic Dependent Launch (as --pdl)\n");
+  }
   if (!o.save_weights_dir.empty()) {
     executor::save_checkpoint(o.save_weights_dir, spec, checkpoint.weights);
     std::printf("weights saved to %s\n", o.save_weights_dir.c_str());
@@ -120,8 +123,8 @@ void run(const RunCommandOptions& o) {
   options.runs = o.runs;
   options.warmup = o.warmup;
   options.provider = provider;
-  options.pdl = o.pdl;
-  options.composition = composition;
+  options.pdl = o.pdl || planned.pdl;
+  options.composition = planned.composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
 
@@ -133,7 +136,7 @@ void run(const RunCommandOptions& o) {
   }
 
   executor::Measurement m = runner.measure();
-  m.composition = composition.to_string();
+  m.composition = planned.composition.to_string();
   std::printf("megacut run: %s, batch %lld, prompt %lld tokens, composition %s\n",
               spec.name.c_str(), static_cast<long long>(o.batch),
               static_cast<long long>(o.prompt_len), o.composition.c_str());

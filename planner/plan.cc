@@ -139,6 +139,7 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
     // Some op has no standalone task benchmark: there is no one-megakernel baseline.
   }
   for (const StageSearch& s : searches) out.search.push_back({s.stage, s.stats});
+  out.pdl = options.sim.pdl;
   return out;
 }
 
@@ -177,6 +178,41 @@ std::vector<ParetoPoint> pareto_front(const std::vector<BatchPlan>& batches) {
     return std::tie(a.ttfo_ns, b.throughput_per_s) < std::tie(b.ttfo_ns, a.throughput_per_s);
   });
   return front;
+}
+
+Plan plan_both_launches(const simulator::Profile& profile, const PlanOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanOptions one = options;
+  one.choose_pdl = false;
+  Plan plans[2];
+  for (int pdl = 0; pdl < 2; ++pdl) {
+    one.sim.pdl = pdl == 1;
+    if (options.progress) {
+      one.progress = [&, pdl](double fraction, const std::string& doing) {
+        options.progress((pdl + fraction) / 2, doing + (pdl ? " (PDL)" : ""));
+      };
+    }
+    plans[pdl] = make_plan(profile, one);
+  }
+  Plan plan = std::move(plans[0]);
+  for (size_t b = 0; b < plan.batches.size(); ++b) {
+    BatchPlan& plain = plan.batches[b];
+    BatchPlan& pdl = plans[1].batches[b];
+    const Evaluated& a = settled(plain, options.min_gain, options.objective);
+    const Evaluated& p = settled(pdl, options.min_gain, options.objective);
+    if (better(p, a, options.objective)) {
+      const std::string note = model::printf_string(
+          "launched with PDL: predicted TTFO %.3f ms and decode step %.3f ms, against %.3f ms "
+          "and %.3f ms without",
+          p.ttfo_ns / 1e6, p.decode_step_ns / 1e6, a.ttfo_ns / 1e6, a.decode_step_ns / 1e6);
+      plain = std::move(pdl);
+      plain.notes.push_back(note);
+    }
+  }
+  plan.pareto = pareto_front(plan.batches);
+  plan.category = classify(plan.batches, options.min_gain, options.objective);
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
 }
 
 }  // namespace
@@ -286,6 +322,7 @@ bool operator==(const Plan& a, const Plan& b) {
 }
 
 Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
+  if (options.choose_pdl) return plan_both_launches(profile, options);
   const auto start = std::chrono::steady_clock::now();
   if (options.top_k < 1) {
     throw Error("plan: the number of ranked compositions (--top) must be at least 1, not " +

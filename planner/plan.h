@@ -5,7 +5,7 @@
 //
 //   Plan plan = make_plan(read_profile("llama.json"), {.batches = {1, 8}, .top_k = 5});
 //   write plan_to_json(plan); later, for batch 8:
-//   Composition c = plan_composition(read_json_file("plan.json"), 8, shapes, "plan.json");
+//   PlannedRun r = plan_composition(read_json_file("plan.json"), 8, shapes, "plan.json");
 //
 // Each stage is searched on its own (search_stage), in parallel over (batch, stage) with one
 // Simulator per thread (a Simulator is not thread-safe). A composition is one choice per
@@ -83,6 +83,9 @@ struct BatchPlan {
   std::optional<Evaluated> all_mk;  // one megakernel per stage; absent if an op cannot be one
   std::vector<StageSearchStats> search;
   std::vector<std::string> notes;  // the simulator's, e.g. that the batch was interpolated
+  // Every prediction of this batch assumes our kernels launch with Programmatic Dependent Launch
+  // (megacut run --pdl).
+  bool pdl = false;
 
   const Evaluated& best() const { return ranked.front(); }
   friend bool operator==(const BatchPlan&, const BatchPlan&) = default;
@@ -151,6 +154,10 @@ struct PlanOptions {
   // all-conventional for the category (worth_building).
   double min_gain = 0;
   simulator::SimOptions sim;
+  // Plan each batch twice, launching our kernels plainly and with Programmatic Dependent Launch,
+  // and keep for each the plan whose settled composition (settled, with min_gain) the objective
+  // ranks first; sim.pdl is then ignored. PDL builds nothing, so no minimum gain applies.
+  bool choose_pdl = false;
   // Fraction done in [0, 1] and what is being searched; called from worker threads, one at a
   // time.
   std::function<void(double fraction, const std::string& doing)> progress;
@@ -158,15 +165,20 @@ struct PlanOptions {
 
 Plan make_plan(const simulator::Profile& profile, const PlanOptions& options);
 
-// JSON form. A batch's chosen composition is at batches[i].composition (where
-// batches[i].batch is the batch size), in model::composition_to_json form, with its canonical
-// text beside it at batches[i].text.
+// JSON form. A batch's chosen composition, the one it settles on (settled, with the plan's
+// min_gain), is at batches[i].composition (where batches[i].batch is the batch size), in
+// model::composition_to_json form, with its canonical text beside it at batches[i].text and
+// whether it launches with PDL at batches[i].pdl; the ranked list is at batches[i].ranked.
 nlohmann::json plan_to_json(const Plan& plan);
 // Validates and reads a plan; `file` names the source in errors.
 Plan plan_from_json(const nlohmann::json& json, std::string_view file);
-// The chosen composition for `batch`, checked against the stages it will run on.
-model::Composition plan_composition(const nlohmann::json& plan, int64_t batch,
-                                    const std::vector<model::StageShape>& shapes,
-                                    std::string_view file);
+// What a plan chose for one batch size: the composition it settles on, and how to launch it.
+struct PlannedRun {
+  model::Composition composition;
+  bool pdl = false;
+};
+// The chosen run for `batch`, its composition checked against the stages it will run on.
+PlannedRun plan_composition(const nlohmann::json& plan, int64_t batch,
+                            const std::vector<model::StageShape>& shapes, std::string_view file);
 
 }  // namespace megacut::planner

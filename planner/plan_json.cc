@@ -71,6 +71,13 @@ class Reader {
     if (!v.is_string()) throw_field_error(file_, join(path, key), "expected a string");
     return v.get<std::string>();
   }
+  // Absent: `absent` (fields newer than some plans).
+  bool boolean(const json& j, const std::string& path, const char* key, bool absent) const {
+    if (!j.is_object() || !j.contains(key)) return absent;
+    const json& v = j[key];
+    if (!v.is_boolean()) throw_field_error(file_, join(path, key), "expected true or false");
+    return v.get<bool>();
+  }
   const json& array(const json& j, const std::string& path, const char* key) const {
     const json& v = need(j, path, key);
     if (!v.is_array()) throw_field_error(file_, join(path, key), "expected a list");
@@ -145,27 +152,28 @@ json plan_to_json(const Plan& plan) {
   }
   json batches = json::array();
   for (const BatchPlan& b : plan.batches) {
-    const Evaluated& best = b.best();
+    const Evaluated& chosen = settled(b, plan.min_gain, plan.objective);
     json coverage = json::object();
-    for (const StageTime& s : best.stages) coverage[s.stage] = best.coverage(s.stage);
-    coverage["overall"] = best.coverage();
+    for (const StageTime& s : chosen.stages) coverage[s.stage] = chosen.coverage(s.stage);
+    coverage["overall"] = chosen.coverage();
     json gain = {
-        {"ttfo_vs_all_conv", ratio(b.all_conv.ttfo_ns, best.ttfo_ns)},
-        {"decode_step_vs_all_conv", ratio(b.all_conv.decode_step_ns, best.decode_step_ns)}};
+        {"ttfo_vs_all_conv", ratio(b.all_conv.ttfo_ns, chosen.ttfo_ns)},
+        {"decode_step_vs_all_conv", ratio(b.all_conv.decode_step_ns, chosen.decode_step_ns)}};
     if (b.all_mk) {
-      gain["ttfo_vs_all_mk"] = ratio(b.all_mk->ttfo_ns, best.ttfo_ns);
-      gain["decode_step_vs_all_mk"] = ratio(b.all_mk->decode_step_ns, best.decode_step_ns);
+      gain["ttfo_vs_all_mk"] = ratio(b.all_mk->ttfo_ns, chosen.ttfo_ns);
+      gain["decode_step_vs_all_mk"] = ratio(b.all_mk->decode_step_ns, chosen.decode_step_ns);
     }
     json ranked = json::array();
     for (const Evaluated& e : b.ranked) ranked.push_back(evaluated_to_json(e));
     json search = json::object();
     for (const StageSearchStats& s : b.search) search[s.stage] = stats_to_json(s.stats);
     batches.push_back({{"batch", b.batch},
-                       {"composition", model::composition_to_json(best.composition)},
-                       {"text", best.text},
-                       {"ttfo_ns", best.ttfo_ns},
-                       {"decode_step_ns", best.decode_step_ns},
-                       {"throughput_per_s", best.throughput_per_s},
+                       {"composition", model::composition_to_json(chosen.composition)},
+                       {"text", chosen.text},
+                       {"pdl", b.pdl},
+                       {"ttfo_ns", chosen.ttfo_ns},
+                       {"decode_step_ns", chosen.decode_step_ns},
+                       {"throughput_per_s", chosen.throughput_per_s},
                        {"coverage", coverage},
                        {"gain", gain},
                        {"ranked", ranked},
@@ -235,6 +243,7 @@ Plan plan_from_json(const json& j, std::string_view file) {
   plan.threads = static_cast<int>(in.integer(j, "", "threads", 1));
   plan.seconds = in.number(j, "", "seconds");
 
+  plan.min_gain = in.number(in.need(j, "", "category"), "category", "min_gain");
   const json& batches = in.array(j, "", "batches");
   for (size_t i = 0; i < batches.size(); ++i) {
     const json& b = batches[i];
@@ -255,16 +264,21 @@ Plan plan_from_json(const json& j, std::string_view file) {
     } catch (const Error& e) {
       throw Error(std::string(e.what()) + " (in " + at + ".composition)");
     }
-    if (!(chosen == bp.best().composition)) {
-      in.fail(at + ".composition", "differs from ranked[0] ('" + bp.best().text + "')");
-    }
-    if (in.text(b, at, "text") != bp.best().text) {
-      in.fail(at + ".text", "differs from ranked[0].text ('" + bp.best().text + "')");
-    }
     bp.all_conv = in.evaluated(in.need(b, at, "all_conv"), at + ".all_conv");
     if (const json& mk = in.need(b, at, "all_mk"); !mk.is_null()) {
       bp.all_mk = in.evaluated(mk, at + ".all_mk");
     }
+    // The composition the batch settles on: its best, or all-conventional below the minimum gain.
+    const Evaluated& settles = settled(bp, plan.min_gain, plan.objective);
+    if (!(chosen == settles.composition)) {
+      in.fail(at + ".composition",
+              "differs from the composition the batch settles on ('" + settles.text + "')");
+    }
+    if (in.text(b, at, "text") != settles.text) {
+      in.fail(at + ".text",
+              "differs from the composition the batch settles on ('" + settles.text + "')");
+    }
+    bp.pdl = in.boolean(b, at, "pdl", false);
     const json& search = in.need(b, at, "search");
     for (const model::StageShape& s : plan.stages) {
       bp.search.push_back({s.name, in.stats(in.need(search, at + ".search", s.name.c_str()),
@@ -287,7 +301,6 @@ Plan plan_from_json(const json& j, std::string_view file) {
                            in.number(pareto[i], at, "throughput_per_s")});
   }
   const std::string category = in.text(in.need(j, "", "category"), "category", "name");
-  plan.min_gain = in.number(in.need(j, "", "category"), "category", "min_gain");
   bool known = false;
   for (Category c : kCategories) {
     if (category_name(c) == category) {
@@ -299,9 +312,8 @@ Plan plan_from_json(const json& j, std::string_view file) {
   return plan;
 }
 
-model::Composition plan_composition(const json& plan, int64_t batch,
-                                    const std::vector<model::StageShape>& shapes,
-                                    std::string_view file) {
+PlannedRun plan_composition(const json& plan, int64_t batch,
+                            const std::vector<model::StageShape>& shapes, std::string_view file) {
   check_schema(plan, file);
   Reader in(file);
   const json& batches = in.array(plan, "", "batches");
@@ -310,11 +322,15 @@ model::Composition plan_composition(const json& plan, int64_t batch,
     const std::string at = "batches[" + std::to_string(i) + "]";
     const int64_t b = in.integer(batches[i], at, "batch", 1);
     if (b == batch) {
+      PlannedRun run;
       try {
-        return model::composition_from_json(in.need(batches[i], at, "composition"), shapes, file);
+        run.composition =
+            model::composition_from_json(in.need(batches[i], at, "composition"), shapes, file);
       } catch (const Error& e) {
         throw Error(std::string(e.what()) + " (in " + at + ".composition)");
       }
+      run.pdl = in.boolean(batches[i], at, "pdl", false);
+      return run;
     }
     known += (known.empty() ? "" : ", ") + std::to_string(b);
   }

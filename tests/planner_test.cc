@@ -415,12 +415,13 @@ TEST(PlanJsonTest, RoundTripsAndGivesEachBatchItsComposition) {
   EXPECT_EQ(doc["schema"], "megacut.plan/1");
   EXPECT_EQ(plan_from_json(doc, "plan.json"), plan);
 
+  // Without a minimum gain every batch settles on its best, launched as planned (no PDL).
   simulator::Simulator sim(random_profile("tiny-qwen3", {1, 2, 4}, 11));
   for (const BatchPlan& b : plan.batches) {
-    const model::Composition c =
-        plan_composition(doc, b.batch, sim.stage_shapes(b.batch), "p.json");
-    EXPECT_EQ(c, b.best().composition);
-    EXPECT_EQ(c.to_string(), b.best().text);
+    const PlannedRun run = plan_composition(doc, b.batch, sim.stage_shapes(b.batch), "p.json");
+    EXPECT_EQ(run.composition, b.best().composition);
+    EXPECT_EQ(run.composition.to_string(), b.best().text);
+    EXPECT_FALSE(run.pdl);
   }
   try {
     plan_composition(doc, 8, sim.stage_shapes(1), "p.json");
@@ -428,6 +429,75 @@ TEST(PlanJsonTest, RoundTripsAndGivesEachBatchItsComposition) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "p.json: no plan for batch 8 (planned batches: 1, 2, 4)");
   }
+}
+
+// A batch whose best does not gain the minimum over all-conventional settles on
+// all-conventional: plan.json's composition, the one megacut run executes, is then conv, while
+// its ranked list keeps the best first. A minimum gain of 1000% is never met.
+TEST(PlanJsonTest, EachBatchRunsTheCompositionItSettlesOn) {
+  const Plan plan =
+      make_plan(random_profile("tiny-llama", {1, 2}, 13), {.top_k = 2, .min_gain = 10.0});
+  const nlohmann::json doc = nlohmann::json::parse(plan_to_json(plan).dump(1));
+  EXPECT_EQ(plan_from_json(doc, "plan.json"), plan);
+  simulator::Simulator sim(random_profile("tiny-llama", {1, 2}, 13));
+  for (size_t i = 0; i < plan.batches.size(); ++i) {
+    const BatchPlan& b = plan.batches[i];
+    const PlannedRun run = plan_composition(doc, b.batch, sim.stage_shapes(b.batch), "p.json");
+    EXPECT_EQ(run.composition, b.all_conv.composition);
+    EXPECT_EQ(doc["batches"][i]["text"], b.all_conv.text);
+    EXPECT_EQ(doc["batches"][i]["ranked"][0]["text"], b.best().text);
+  }
+  // A plan.json whose composition is not the settled one is refused, naming the field.
+  nlohmann::json bad = doc;
+  bad["category"]["min_gain"] = 0.0;
+  if (!(plan.batches[0].best().composition == plan.batches[0].all_conv.composition)) {
+    try {
+      plan_from_json(bad, "p.json");
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("p.json: field 'batches[0].composition': differs "
+                                           "from the composition the batch settles on"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// choose_pdl plans each batch with plain and with PDL launches and keeps the faster settled
+// composition. With a minimum gain of 1000% every batch settles on all-conventional, whose
+// kernel boundaries cost the synthetic device's PDL gap of 300 ns instead of 800 ns: so every
+// batch launches with PDL (and says so in a note). With a PDL gap of 2,000 ns none does, and the
+// plan equals the plain one.
+TEST(PlanTest, ChoosesPdlWhereItIsPredictedFaster) {
+  const Profile faster = testing::synthetic_profile("tiny-llama", {1, 4}, 16);
+  const PlanOptions options{.top_k = 2, .min_gain = 10.0, .choose_pdl = true};
+  const Plan with = make_plan(faster, options);
+  for (const BatchPlan& b : with.batches) {
+    EXPECT_TRUE(b.pdl) << "batch " << b.batch;
+    ASSERT_FALSE(b.notes.empty());
+    EXPECT_EQ(b.notes.back().rfind("launched with PDL: predicted TTFO ", 0), 0u) << b.notes.back();
+    EXPECT_LT(b.all_conv.ttfo_ns,
+              make_plan(faster, {.top_k = 2, .min_gain = 10.0}).batch(b.batch).all_conv.ttfo_ns);
+  }
+  const nlohmann::json doc = nlohmann::json::parse(plan_to_json(with).dump(1));
+  EXPECT_EQ(plan_from_json(doc, "plan.json"), with);
+  simulator::Simulator sim(faster);
+  EXPECT_TRUE(plan_composition(doc, 4, sim.stage_shapes(4), "p.json").pdl);
+
+  testing::SyntheticDevice slow_pdl;
+  slow_pdl.kernel_gap_pdl_ns = 2000;
+  const Profile slower = testing::synthetic_profile("tiny-llama", {1, 4}, 16, slow_pdl);
+  const Plan without = make_plan(slower, options);
+  const Plan plain = make_plan(slower, {.top_k = 2, .min_gain = 10.0});
+  ASSERT_EQ(without.batches.size(), plain.batches.size());
+  for (size_t i = 0; i < plain.batches.size(); ++i) {
+    EXPECT_FALSE(without.batches[i].pdl) << "batch " << plain.batches[i].batch;
+    EXPECT_EQ(without.batches[i].ranked, plain.batches[i].ranked);
+    EXPECT_EQ(without.batches[i].all_conv, plain.batches[i].all_conv);
+    EXPECT_EQ(without.batches[i].notes, plain.batches[i].notes);
+  }
+  EXPECT_EQ(without.pareto, plain.pareto);
+  EXPECT_EQ(without.category, plain.category);
 }
 
 TEST(PlanJsonTest, ErrorsNameTheFileAndField) {
@@ -457,7 +527,8 @@ TEST(PlanJsonTest, ErrorsNameTheFileAndField) {
   doc["batches"][0]["composition"] =
       model::composition_to_json(plan.batches[0].all_conv.composition);
   if (!(plan.batches[0].all_conv.composition == plan.batches[0].best().composition)) {
-    EXPECT_NE(error_of(doc).find("field 'batches[0].composition': differs from ranked[0]"),
+    EXPECT_NE(error_of(doc).find("field 'batches[0].composition': differs from the composition "
+                                 "the batch settles on"),
               std::string::npos)
         << error_of(doc);
   }
