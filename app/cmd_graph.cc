@@ -1,10 +1,10 @@
 // megacut graph: one stage's ops with their tiles, bytes and FLOPs, as a table, JSON or dot.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/output_file.h"
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/graph_io.h"
@@ -20,11 +20,6 @@ struct GraphOptions {
   std::string json_path;
   std::string dot_path;
 };
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out || !(out << text)) throw Error(path + ": cannot write file");
-}
 
 void print_table(const model::ModelSpec& spec, const model::Graph& g) {
   std::printf("%s · stage %s · batch %lld · %d ops · %s tasks · %s tile edges\n\n",
@@ -69,7 +64,7 @@ void add_graph_command(CLI::App& root) {
     const model::ModelSpec spec = model::load_model(opt->model);
     const model::Scenario scenario = model::make_scenario(spec, opt->batch, opt->prompt_len);
     const model::Graph g = model::build_graph(spec, scenario, opt->stage);
-    if (!opt->dot_path.empty()) write_file(opt->dot_path, model::graph_to_dot(g));
+    if (!opt->dot_path.empty()) write_text_file(opt->dot_path, model::graph_to_dot(g));
     if (json->count() > 0) {
       nlohmann::json doc = model::graph_to_json(g);
       doc["model"] = spec.name;
@@ -78,7 +73,7 @@ void add_graph_command(CLI::App& root) {
         std::cout << doc.dump(2) << "\n";
         return;
       }
-      write_file(opt->json_path, doc.dump(2) + "\n");
+      write_text_file(opt->json_path, doc.dump(2) + "\n");
     }
     print_table(spec, g);
   });

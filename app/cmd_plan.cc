@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/output_file.h"
 #include "model/error.h"
 #include "model/text.h"
 #include "planner/plan.h"
@@ -281,10 +281,7 @@ void run(const PlanCommandOptions& o) {
   if (!plan.objective) print_pareto(plan);
   print_category(plan);
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!out || !(out << planner::plan_to_json(plan).dump(1) << "\n")) {
-      throw Error(o.json_path + ": cannot write file");
-    }
+    write_text_file(o.json_path, planner::plan_to_json(plan).dump(1) + "\n");
     std::printf("\nplan written to %s (a batch's composition: batches[i].composition)\n",
                 o.json_path.c_str());
   }

@@ -5,9 +5,9 @@
 // relative to the current directory), left out where that profile is not found.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "app/commands.h"
+#include "app/output_file.h"
 #include "model/config.h"
 #include "model/error.h"
 #include "planner/report.h"
@@ -43,8 +43,7 @@ planner::ReportModel read_model(const fs::path& dir) {
 }
 
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out || !(out << text)) throw Error(path.string() + ": cannot write file");
+  write_text_file(path, text);
   std::printf("wrote %s\n", path.string().c_str());
 }
 

@@ -2,11 +2,11 @@
 // trtexec-like summary of time to first output, decode step and throughput.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/output_file.h"
 #include "executor/runner.h"
 #include "model/decoder.h"
 #include "model/error.h"
@@ -154,8 +154,7 @@ void run(const RunCommandOptions& o) {
   std::printf("throughput   %.1f tokens/s (batch %lld / decode step p50)\n", m.tokens_per_s,
               static_cast<long long>(o.batch));
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!(out << m.to_json().dump(2) << "\n")) throw Error(o.json_path + ": cannot write file");
+    write_text_file(o.json_path, m.to_json().dump(2) + "\n");
   }
 }
 

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/output_file.h"
 #include "model/composition.h"
 #include "model/error.h"
 #include "simulator/profile.h"
@@ -29,11 +29,6 @@ struct SimulateOptions {
   bool allow_interpolate = false;
   bool pdl = false;
 };
-
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out || !(out << doc.dump(1) << "\n")) throw Error(path + ": cannot write file");
-}
 
 // The text form, or a composition JSON file ("megacut.composition/1").
 model::Composition read_composition(const std::string& text,
@@ -118,12 +113,11 @@ void run(const SimulateOptions& opt) {
   for (size_t i = 0; i < p.stages.size(); ++i) {
     print_stage(p.stages[i], p, replay.stages[i].time_ns);
   }
-  if (!opt.json_path.empty()) write_json(opt.json_path, simulator::prediction_to_json(p));
+  if (!opt.json_path.empty()) {
+    write_text_file(opt.json_path, simulator::prediction_to_json(p).dump(1) + "\n");
+  }
   if (!opt.trace_path.empty()) {
-    std::ofstream out(opt.trace_path);
-    if (!out || !(out << simulator::trace_text(simulator::chrome_trace(p, sim)))) {
-      throw Error(opt.trace_path + ": cannot write file");
-    }
+    write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, sim)));
   }
 }
 

@@ -12,13 +12,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "app/commands.h"
+#include "app/output_file.h"
 #include "app/terminal.h"
 #include "executor/cuda_check.h"
 #include "executor/megakernel_codegen.h"
@@ -71,21 +71,9 @@ Device current_device() {
   return {prop.name, prop.major * 10 + prop.minor};
 }
 
-// Writes through a temporary file, so that an interruption never leaves half a file.
-void write_file(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out || !(out << text)) throw Error(tmp.string() + ": cannot write file");
-  }
-  std::error_code error;
-  fs::rename(tmp, path, error);
-  if (error) throw Error(path.string() + ": cannot write file (" + error.message() + ")");
-}
-
 void write_outputs(const planner::Validation& v, const fs::path& dir) {
-  write_file(dir / "validation.json", planner::validation_to_json(v).dump(1) + "\n");
-  write_file(dir / "validation.md", planner::validation_markdown(v));
+  write_text_file(dir / "validation.json", planner::validation_to_json(v).dump(1) + "\n");
+  write_text_file(dir / "validation.md", planner::validation_markdown(v));
 }
 
 // The linear provider the profile measured: cuBLASLt if any of its kernels came from it.

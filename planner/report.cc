@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-json ms_json(const std::optional<double>& ms) { return ms ? json(*ms) : json(nullptr); }
-
-json percent_json(const std::optional<double>& fraction) {
-  return fraction ? json(100 * *fraction) : json(nullptr);
-}
-
 json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& m,
                     const std::optional<double>& coverage) {
   std::optional<double> predicted_ttfo, predicted_step, ttfo_p50, ttfo_p95, step_p50;
@@ -34,14 +28,14 @@ json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& 
     step_p50 = c.measured->decode_step.converted("ms").p50;
   }
   return {{"label", c.candidate.label()},
-          {"predicted_ttfo_ms", ms_json(predicted_ttfo)},
-          {"measured_ttfo_p50_ms", ms_json(ttfo_p50)},
-          {"measured_ttfo_p95_ms", ms_json(ttfo_p95)},
-          {"predicted_decode_step_ms", ms_json(predicted_step)},
-          {"measured_decode_step_p50_ms", ms_json(step_p50)},
+          {"predicted_ttfo_ms", optional_json(predicted_ttfo)},
+          {"measured_ttfo_p50_ms", optional_json(ttfo_p50)},
+          {"measured_ttfo_p95_ms", optional_json(ttfo_p95)},
+          {"predicted_decode_step_ms", optional_json(predicted_step)},
+          {"measured_decode_step_p50_ms", optional_json(step_p50)},
           {"predicted_best", m.predicted_best == index},
           {"measured_best", m.measured_best == index},
-          {"mk_coverage", coverage ? json(*coverage) : json(nullptr)}};
+          {"mk_coverage", optional_json(coverage)}};
 }
 
 // The coverage of candidate `index` of batch `batch`, none where it was not computed.
@@ -93,8 +87,8 @@ void add_coverage(ReportModel& m, const simulator::Profile& profile) {
   }
   if (failed > 0) {
     m.notes.push_back("mk coverage unknown for " + std::to_string(failed) +
-                      " candidates that the profile " + v.profile +
-                      " no longer simulates, e.g.: " + first_error);
+                      (failed == 1 ? " candidate" : " candidates") + " that the profile " +
+                      v.profile + " no longer simulates, e.g.: " + first_error);
   }
   if (moved > 0) {
     m.notes.push_back("simulated again with " + v.profile +
@@ -124,9 +118,12 @@ void check_distinct_models(const std::vector<ReportModel>& models) {
     for (size_t j = 0; j < i; ++j) {
       if (report_plots(models[i].validation.model).scatter ==
           report_plots(models[j].validation.model).scatter) {
-        throw Error("report: " + models[j].source + " and " + models[i].source + " both validate " +
-                    models[i].validation.model +
-                    " (one validation per model: their plots would share files)");
+        const std::string& a = models[j].validation.model;
+        const std::string& b = models[i].validation.model;
+        throw Error("report: " + models[j].source + " and " + models[i].source +
+                    (a == b ? " both validate " + a + " (one validation per model"
+                            : " validate " + a + " and " + b + " (different names") +
+                    ": their plots would share files, such as " + report_plots(a).scatter + ")");
       }
     }
   }
@@ -147,9 +144,9 @@ json report_data_json(const std::vector<ReportModel>& models) {
       const BatchMetrics& s = batch.metrics;
       batches.push_back({{"batch", batch.batch},
                          {"hit", s.hit ? json(*s.hit) : json(nullptr)},
-                         {"ttfo_mape_percent", percent_json(s.ttfo_mape)},
-                         {"decode_step_mape_percent", percent_json(s.decode_step_mape)},
-                         {"kendall_tau", s.kendall_tau ? json(*s.kendall_tau) : json(nullptr)},
+                         {"ttfo_mape_percent", optional_json(s.ttfo_mape, 100)},
+                         {"decode_step_mape_percent", optional_json(s.decode_step_mape, 100)},
+                         {"kendall_tau", optional_json(s.kendall_tau)},
                          {"candidates", candidates}});
     }
     const ReportPlots plots = report_plots(v.model);

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <numeric>
 
 #include "model/error.h"
+#include "model/json_field.h"
 #include "model/text.h"
 
 namespace megacut::planner {
@@ -47,10 +49,6 @@ double to_ns(double value, const model::LatencyStats& stats) {
 std::optional<double> mean(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-}
-
-json optional_json(const std::optional<double>& value, double scale = 1) {
-  return value ? json(*value * scale) : json(nullptr);
 }
 
 json percent_json(const std::optional<double>& fraction) { return optional_json(fraction, 100); }
@@ -110,71 +108,9 @@ std::optional<double> predicted_ns(const CandidateResult& c, bool decode = false
   return static_cast<double>(decode ? c.predicted->decode_step_ns : c.predicted->ttfo_ns);
 }
 
-// One value of validation.json and its path from the root, so that every error names the field:
-// "batches[1].candidates[4].measured.ttfo".
-class Field {
- public:
-  Field(const json& value, std::string path, std::string_view file)
-      : value_(value), path_(std::move(path)), file_(file) {}
+using Field = model::JsonField;
 
-  Field at(const char* key) const {
-    if (!value_.is_object()) fail("expected an object, got " + brief());
-    if (!value_.contains(key)) throw_field_error(file_, child(key), "missing");
-    return Field(value_[key], child(key), file_);
-  }
-  // A key that may be absent or null.
-  std::optional<Field> optional(const char* key) const {
-    if (!value_.is_object() || !value_.contains(key) || value_[key].is_null()) return std::nullopt;
-    return at(key);
-  }
-
-  std::vector<Field> list() const {
-    if (!value_.is_array()) fail("expected a list, got " + brief());
-    std::vector<Field> items;
-    for (size_t i = 0; i < value_.size(); ++i) {
-      items.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
-    }
-    return items;
-  }
-  std::string string() const {
-    if (!value_.is_string()) fail("expected a string, got " + brief());
-    return value_.get<std::string>();
-  }
-  std::vector<std::string> strings() const {
-    std::vector<std::string> out;
-    for (const Field& f : list()) out.push_back(f.string());
-    return out;
-  }
-  int64_t integer(int64_t min) const {
-    if (!value_.is_number_integer()) fail("expected an integer, got " + brief());
-    if (value_.get<int64_t>() < min) {
-      fail("expected an integer of at least " + std::to_string(min) + ", got " + brief());
-    }
-    return value_.get<int64_t>();
-  }
-  uint64_t unsigned_integer() const {
-    if (!value_.is_number_unsigned()) fail("expected a non-negative integer, got " + brief());
-    return value_.get<uint64_t>();
-  }
-  bool boolean() const {
-    if (!value_.is_boolean()) fail("expected true or false, got " + brief());
-    return value_.get<bool>();
-  }
-  model::LatencyStats stats() const { return model::stats_from_json(value_, file_, path_); }
-
-  [[noreturn]] void fail(const std::string& what) const { throw_field_error(file_, path_, what); }
-
- private:
-  std::string child(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
-  std::string brief() const {
-    std::string text = value_.dump();
-    return text.size() > 40 ? text.substr(0, 37) + "..." : text;
-  }
-
-  const json& value_;
-  std::string path_;
-  std::string_view file_;
-};
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 
 // A candidate's composition from its canonical text ("prefill: conv[0:196]; decode: mk[0:40]
 // conv[40:196]"): every stage present, each as long as its last region reaches.
@@ -263,6 +199,10 @@ void batch_markdown(std::string& md, const BatchValidation& b) {
 }
 
 }  // namespace
+
+json optional_json(const std::optional<double>& value, double scale) {
+  return value ? json(*value * scale) : json(nullptr);
+}
 
 std::string Candidate::label() const { return model::comma_list(labels); }
 
@@ -507,11 +447,11 @@ Validation validation_from_json(const json& j, std::string_view file) {
   v.profile_device = root.at("profile_device").string();
   v.prompt_len = root.at("prompt_len").integer(1);
   v.provider = root.at("provider").string();
-  v.runs = static_cast<int>(root.at("runs").integer(0));
-  v.warmup = static_cast<int>(root.at("warmup_runs").integer(0));
+  v.runs = static_cast<int>(root.at("runs").integer(0, kMaxInt));
+  v.warmup = static_cast<int>(root.at("warmup_runs").integer(0, kMaxInt));
   v.seed = root.at("seed").unsigned_integer();
-  v.top_k = static_cast<int>(root.at("top_k").integer(0));
-  v.random = static_cast<int>(root.at("random").integer(0));
+  v.top_k = static_cast<int>(root.at("top_k").integer(0, kMaxInt));
+  v.random = static_cast<int>(root.at("random").integer(0, kMaxInt));
   v.category = root.at("category").string();
   for (const Field& b : root.at("batches").list()) {
     BatchValidation batch;

@@ -168,6 +168,9 @@ std::string validation_markdown(const Validation& validation);
 // The definitions of the file comment as both outputs state them: (name, text).
 std::span<const std::pair<const char*, const char*>> validation_definitions();
 
+// `value` times `scale` as JSON, or null without one.
+nlohmann::json optional_json(const std::optional<double>& value, double scale = 1);
+
 // Markdown table cells, "—" where there is no value: "12.5%", "0.585" (tau), "yes" or "no" (hit),
 // the label of candidate `index` of `batch`.
 std::string percent_cell(const std::optional<double>& fraction);

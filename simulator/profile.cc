@@ -7,91 +7,14 @@
 
 #include "model/config.h"
 #include "model/error.h"
+#include "model/json_field.h"
 
 namespace megacut::simulator {
 namespace {
 
 using nlohmann::json;
 
-// One value of the document and its path from the root, so that every error names the field:
-// "batches[2].stages[0].ops[17].conv".
-class Node {
- public:
-  Node(const json& value, std::string path, const std::string& file)
-      : value_(value), path_(std::move(path)), file_(file) {}
-
-  const json& value() const { return value_; }
-  const std::string& path() const { return path_; }
-
-  bool has(std::string_view key) const {
-    return value_.is_object() && value_.contains(key) && !value_.at(std::string(key)).is_null();
-  }
-
-  Node at(std::string_view key) const {
-    object();
-    if (!has(key)) throw_field_error(file_, child(key), "missing");
-    return Node(value_.at(std::string(key)), child(key), file_);
-  }
-
-  std::vector<Node> list() const {
-    if (!value_.is_array()) fail("expected a list, got " + brief());
-    std::vector<Node> items;
-    for (size_t i = 0; i < value_.size(); ++i) {
-      items.emplace_back(value_[i], path_ + "[" + std::to_string(i) + "]", file_);
-    }
-    return items;
-  }
-
-  void object() const {
-    if (!value_.is_object()) fail("expected an object, got " + brief());
-  }
-
-  std::string string() const {
-    if (!value_.is_string()) fail("expected a string, got " + brief());
-    return value_.get<std::string>();
-  }
-
-  int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) const {
-    if (!value_.is_number_integer()) fail("expected an integer, got " + brief());
-    const int64_t v = value_.get<int64_t>();
-    if (v < min || v > max) {
-      fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-           "], got " + std::to_string(v));
-    }
-    return v;
-  }
-
-  double positive_number() const {
-    if (!value_.is_number() || !std::isfinite(value_.get<double>()) || value_.get<double>() <= 0) {
-      fail("expected a positive number, got " + brief());
-    }
-    return value_.get<double>();
-  }
-
-  // Latency statistics in nanoseconds.
-  LatencyStats stats_ns() const {
-    LatencyStats s = model::stats_from_json(value_, file_, path_);
-    if (s.unit != "ns")
-      throw_field_error(file_, path_ + ".unit", "expected \"ns\", got \"" + s.unit + "\"");
-    return s;
-  }
-
-  [[noreturn]] void fail(const std::string& what) const { throw_field_error(file_, path_, what); }
-
- private:
-  std::string child(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-  std::string brief() const {
-    std::string text = value_.dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return text;
-  }
-
-  const json& value_;
-  std::string path_;
-  const std::string& file_;
-};
+using Node = model::JsonField;
 
 constexpr int kMaxInt = std::numeric_limits<int>::max();
 

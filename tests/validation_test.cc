@@ -404,7 +404,11 @@ TEST(ValidationTest, JsonErrorsNameTheFileAndField) {
   EXPECT_EQ(error([](nlohmann::json& j) { j["seed"] = -1; }),
             "v.json: field 'seed': expected a non-negative integer, got -1");
   EXPECT_EQ(error([](nlohmann::json& j) { j["batches"] = {}; }),
-            "v.json: field 'batches': expected a list, got null");
+            "v.json: field 'batches': missing");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["batches"] = 3; }),
+            "v.json: field 'batches': expected a list, got 3");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["runs"] = int64_t{1} << 40; }),
+            "v.json: field 'runs': expected an integer in [0, 2147483647], got 1099511627776");
   EXPECT_EQ(error([](nlohmann::json& j) { j["batches"][1]["batch"] = 1; }),
             "v.json: field 'batches[1].batch': batches must be listed in increasing order");
   EXPECT_EQ(error([&](nlohmann::json& j) { candidate(j)["labels"] = nlohmann::json::array(); }),
