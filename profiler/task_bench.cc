@@ -57,7 +57,11 @@ std::vector<double> task_startup_ns(const executor::TaskTable& table,
     if (table.queue_begin[q] == table.queue_begin[q + 1]) continue;
     const executor::TaskTimingRecord& first = records.at(table.tasks[table.queue_begin[q]].index);
     const uint64_t entry = cta_entry_ns[q];
-    if (entry == 0 || first.start_ns < entry) {
+    if (entry == 0) {
+      throw Error("task timing: the CTA of queue " + std::to_string(q) +
+                  " recorded no start (cta_entry_ns)");
+    }
+    if (first.start_ns < entry) {
       throw Error("task timing: queue " + std::to_string(q) + " starts at " +
                   std::to_string(entry) + " but its first task (" + std::to_string(first.task) +
                   ") at " + std::to_string(first.start_ns));

@@ -66,6 +66,7 @@ def scatter(model, path):
             (c["predicted_ttfo_ms"], c["measured_ttfo_p50_ms"])
             for c in b["candidates"]
             if c["predicted_ttfo_ms"] is not None and c["measured_ttfo_p50_ms"] is not None
+            and c["predicted_ttfo_ms"] > 0 and c["measured_ttfo_p50_ms"] > 0
         ]
         if not points:
             continue
@@ -105,6 +106,13 @@ def scatter(model, path):
 
 def candidates(model, path):
     batches = model["batches"]
+    if not batches:
+        fig, ax = plt.subplots(figsize=(6.4, 2.4))
+        ax.text(0.5, 0.5, "no batch validated", ha="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        fig.savefig(path)
+        plt.close(fig)
+        return
     count = max([len(b["candidates"]) for b in batches] + [1])
     height = 3.6 * len(batches) + 0.6  # 0.6 in for the title and the legend
     fig, axes = plt.subplots(len(batches), 1, squeeze=False,

@@ -5,17 +5,18 @@
 # Usage: scripts/replay-table.sh [MEGACUT] [PROFILE...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-megacut=${1:-$root/build/nocuda/app/megacut}
+megacut=${1:-${MEGACUT_BUILD_DIR:-$root/build}/nocuda/app/megacut}
 shift || true
 profiles=("$@")
 (( ${#profiles[@]} )) || profiles=("$root"/reports/h200/*/profile.json)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for profile in "${profiles[@]}"; do
+for i in "${!profiles[@]}"; do
+  profile=${profiles[$i]}
   for batch in $(python3 -c 'import json, sys
 print(" ".join(str(b["batch"]) for b in json.load(open(sys.argv[1]))["batches"]))' "$profile"); do
     "$megacut" simulate --profile "$profile" --batch "$batch" --composition conv \
-      --json "$work/$(basename "$(dirname "$profile")")-$batch.json" >/dev/null
+      --json "$work/$i-$batch.json" >/dev/null
   done
 done
 python3 - "$work" <<'PY'
@@ -23,21 +24,22 @@ import glob, json, os, sys
 rows = []
 for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
     p = json.load(open(path))
-    stages = {s["stage"]: (s["time_ns"], s["measured_conv_graph_ns"]) for s in p["stages"]}
+    stages = [(s["stage"], s["time_ns"], s["measured_conv_graph_ns"]) for s in p["stages"]]
     rows.append((p["model"], p["batch"], stages))
 rows.sort()
-print("| model | batch | prefill predicted (ms) | measured (ms) | error | decode predicted (ms) "
-      "| measured (ms) | error |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-within = worst = 0
+names = [name for name, _, _ in rows[0][2]]
+print("| model | batch | " + " | ".join(f"{n} predicted (ms) | measured (ms) | error" for n in names)
+      + " |")
+print("|---|---:|" + "---:|---:|---:|" * len(names))
+within = worst = count = 0
 for model, batch, stages in rows:
     cells = []
-    for stage in ("prefill", "decode"):
-        predicted, measured = stages[stage]
+    for _, predicted, measured in stages:
+        count += 1
         error = (predicted - measured) / measured
         worst = max(worst, abs(error))
         within += abs(error) <= 0.03
         cells += [f"{predicted / 1e6:.3f}", f"{measured / 1e6:.3f}", f"{100 * error:+.1f}%"]
     print(f"| {model} | {batch} | " + " | ".join(cells) + " |")
-print(f"\nwithin 3%: {within} of {2 * len(rows)}; worst {100 * worst:.1f}%")
+print(f"\nwithin 3%: {within} of {count}; worst {100 * worst:.1f}%")
 PY

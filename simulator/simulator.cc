@@ -14,6 +14,9 @@ namespace {
 TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
 TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
 
+TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
+
+// Whether any task benchmark of the profile holds a region startup (TaskBenchmark::startup_ns).
 bool has_region_startup(const Profile& profile) {
   for (const auto& batch : profile.batches)
     for (const StageProfile& stage : batch.stages)
@@ -22,7 +25,6 @@ bool has_region_startup(const Profile& profile) {
           if (t.startup_ns) return true;
   return false;
 }
-TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
 
 // The executor launches an mk region as one kernel node (executor::MegakernelRegion::launch).
 constexpr int64_t kMkRegionNodes = 1;
@@ -478,8 +480,10 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
 
   r.kernels = 1;
   r.tasks = schedule.task_count();
-  // The hardware's launch of a trivial region, then the runtime's own startup before the first
-  // task (measured with the region's first op).
+  // The trivial region's kernel start to its first task (micro-benchmark: mostly the launch, its
+  // CTAs' own start being one barrier), then the runtime's startup before the first task,
+  // measured with the region's first op: each CTA's start to its first task. The trivial
+  // region's barrier, tens of ns, is so counted twice.
   const std::optional<double> startup =
       op_model(s, r.region.begin, r.region).startup_at(schedule.queue_count());
   r.launch_ns = p50(micro.region_launch_ns) + (startup ? to_ns(*startup) : 0);

@@ -65,6 +65,29 @@ TEST(ProfileTest, StandaloneKernelTimesRoundTripAndMayBeAbsent) {
             "llama.json: field 'batches[0].stages[1].ops[3].conv.standalone_warm_ns.p50': missing");
 }
 
+// The synthetic profile's task benchmarks carry a region startup; a profile without it reads
+// back without it, and one in a unit other than ns names the field.
+TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {
+  Profile p = tiny();
+  const TaskBenchmark& t = p.batches[0].stages[1].ops[3].tasks.at(0);
+  ASSERT_TRUE(t.startup_ns.has_value());
+  nlohmann::json j = profile_to_json(p);
+  nlohmann::json& task = j["batches"][0]["stages"][1]["ops"][3]["tasks"][0];
+  ASSERT_TRUE(task.contains("startup_ns"));
+  EXPECT_TRUE(profile_from_json(j, "tiny.json").same_content(p));
+
+  task.erase("startup_ns");
+  const Profile without = profile_from_json(j, "tiny.json");
+  EXPECT_FALSE(without.batches[0].stages[1].ops[3].tasks.at(0).startup_ns.has_value());
+  EXPECT_TRUE(without.batches[0].stages[1].ops[3].tasks.at(1).startup_ns.has_value());
+
+  nlohmann::json bad = profile_to_json(p);
+  bad["batches"][0]["stages"][1]["ops"][3]["tasks"][0]["startup_ns"]["unit"] = "ms";
+  EXPECT_EQ(error_of(bad),
+            "llama.json: field 'batches[0].stages[1].ops[3].tasks[0].startup_ns.unit': expected "
+            "\"ns\", got \"ms\"");
+}
+
 TEST(ProfileTest, MissingStatisticNamesFileAndField) {
   nlohmann::json j = profile_to_json(tiny());
   j["batches"][1]["stages"][0]["ops"][17]["conv"]["duration_ns"].erase("p50");
