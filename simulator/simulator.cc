@@ -13,7 +13,6 @@ namespace {
 
 TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
 TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
-
 TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
 
 // Whether any task benchmark of the profile holds a region startup (TaskBenchmark::startup_ns).
@@ -102,7 +101,10 @@ struct Simulator::OpModel {
     std::optional<double> best;
     int distance = 0;
     for (auto [c, ns] : startup_ns) {
-      if (!best || std::abs(c - ctas) < distance) best = ns, distance = std::abs(c - ctas);
+      if (!best || std::abs(c - ctas) < distance) {
+        best = ns;
+        distance = std::abs(c - ctas);
+      }
     }
     return best;
   }
