@@ -80,6 +80,12 @@ class JsonField {
     }
     return value_.get<double>();
   }
+  double non_negative_number() const {
+    if (!value_.is_number() || !std::isfinite(value_.get<double>()) || value_.get<double>() < 0) {
+      fail("expected a non-negative number, got " + brief());
+    }
+    return value_.get<double>();
+  }
   bool boolean() const {
     if (!value_.is_boolean()) fail("expected true or false, got " + brief());
     return value_.get<bool>();

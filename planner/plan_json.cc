@@ -1,8 +1,11 @@
 // plan.json ("megacut.plan/1"): written by plan_to_json, validated field by field on read.
 // Ratios (gains, coverage) are written for readers and recomputed, not read back.
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "model/error.h"
+#include "model/json_field.h"
 #include "planner/plan.h"
 
 namespace megacut::planner {
@@ -40,101 +43,60 @@ double ratio(TimeNs baseline, TimeNs value) {
   return value > 0 ? static_cast<double>(baseline) / static_cast<double>(value) : 0.0;
 }
 
-// Reads fields of one document, naming the file and the field's path in every error.
-class Reader {
- public:
-  Reader(std::string_view file, std::vector<model::StageShape> shapes = {})
-      : file_(file), shapes_(std::move(shapes)) {}
-  void set_shapes(std::vector<model::StageShape> shapes) { shapes_ = std::move(shapes); }
+using Field = model::JsonField;
 
-  const json& need(const json& j, const std::string& path, const char* key) const {
-    if (!j.is_object() || !j.contains(key)) throw_field_error(file_, join(path, key), "missing");
-    return j[key];
+model::Composition composition(const Field& text, const std::vector<model::StageShape>& shapes) {
+  const std::string value = text.string();
+  try {
+    return model::parse_composition(value, shapes);
+  } catch (const Error& e) {
+    text.fail(e.what());
   }
-  int64_t integer(const json& j, const std::string& path, const char* key, int64_t min) const {
-    const json& v = need(j, path, key);
-    if (!v.is_number_integer() || v.get<int64_t>() < min) {
-      throw_field_error(file_, join(path, key),
-                        "expected an integer of at least " + std::to_string(min));
-    }
-    return v.get<int64_t>();
-  }
-  double number(const json& j, const std::string& path, const char* key) const {
-    const json& v = need(j, path, key);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-      throw_field_error(file_, join(path, key), "expected a non-negative number");
-    }
-    return v.get<double>();
-  }
-  std::string text(const json& j, const std::string& path, const char* key) const {
-    const json& v = need(j, path, key);
-    if (!v.is_string()) throw_field_error(file_, join(path, key), "expected a string");
-    return v.get<std::string>();
-  }
-  // Absent: `absent` (fields newer than some plans).
-  bool boolean(const json& j, const std::string& path, const char* key, bool absent) const {
-    if (!j.is_object() || !j.contains(key)) return absent;
-    const json& v = j[key];
-    if (!v.is_boolean()) throw_field_error(file_, join(path, key), "expected true or false");
-    return v.get<bool>();
-  }
-  const json& array(const json& j, const std::string& path, const char* key) const {
-    const json& v = need(j, path, key);
-    if (!v.is_array()) throw_field_error(file_, join(path, key), "expected a list");
-    return v;
-  }
+}
 
-  model::Composition composition(const std::string& text, const std::string& field) const {
-    try {
-      return model::parse_composition(text, shapes_);
-    } catch (const Error& e) {
-      throw_field_error(file_, field, e.what());
-    }
+Evaluated evaluated(const Field& f, const std::vector<model::StageShape>& shapes) {
+  Evaluated e;
+  e.composition = composition(f.at("text"), shapes);
+  e.text = f.at("text").string();
+  if (e.composition.to_string() != e.text) {
+    f.at("text").fail("not in canonical form ('" + e.composition.to_string() + "')");
   }
-
-  Evaluated evaluated(const json& j, const std::string& path) const {
-    Evaluated e;
-    e.text = text(j, path, "text");
-    e.composition = composition(e.text, join(path, "text"));
-    if (e.composition.to_string() != e.text) {
-      throw_field_error(file_, join(path, "text"),
-                        "not in canonical form ('" + e.composition.to_string() + "')");
-    }
-    e.ttfo_ns = integer(j, path, "ttfo_ns", 0);
-    e.decode_step_ns = integer(j, path, "decode_step_ns", 0);
-    e.throughput_per_s = number(j, path, "throughput_per_s");
-    const json& stages = array(j, path, "stages");
-    for (size_t i = 0; i < stages.size(); ++i) {
-      const std::string at = join(path, "stages") + "[" + std::to_string(i) + "]";
-      e.stages.push_back({text(stages[i], at, "stage"), integer(stages[i], at, "time_ns", 0),
-                          integer(stages[i], at, "mk_ns", 0)});
-    }
-    return e;
+  e.ttfo_ns = f.at("ttfo_ns").integer(0);
+  e.decode_step_ns = f.at("decode_step_ns").integer(0);
+  e.throughput_per_s = f.at("throughput_per_s").non_negative_number();
+  for (const Field& s : f.at("stages").list()) {
+    e.stages.push_back(
+        {s.at("stage").string(), s.at("time_ns").integer(0), s.at("mk_ns").integer(0)});
   }
+  return e;
+}
 
-  SearchStats stats(const json& j, const std::string& path) const {
-    SearchStats s;
-    s.ops = integer(j, path, "ops", 0);
-    s.mk_regions = integer(j, path, "mk_regions", 0);
-    s.mk_simulated = integer(j, path, "mk_simulated", 0);
-    s.mk_resumed = integer(j, path, "mk_resumed", 0);
-    s.tasks_simulated = integer(j, path, "tasks_simulated", 0);
-    s.seconds = number(j, path, "seconds");
-    return s;
+SearchStats search_stats(const Field& f) {
+  SearchStats s;
+  s.ops = f.at("ops").integer(0);
+  s.mk_regions = f.at("mk_regions").integer(0);
+  s.mk_simulated = f.at("mk_simulated").integer(0);
+  s.mk_resumed = f.at("mk_resumed").integer(0);
+  s.tasks_simulated = f.at("tasks_simulated").integer(0);
+  s.seconds = f.at("seconds").non_negative_number();
+  return s;
+}
+
+// A batch's chosen composition (its JSON form), with errors naming the batch.
+model::Composition chosen_composition(const Field& batch,
+                                      const std::vector<model::StageShape>& shapes,
+                                      std::string_view file) {
+  try {
+    return model::composition_from_json(batch.at("composition").value(), shapes, file);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (in " + batch.path() + ".composition)");
   }
+}
 
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw_field_error(file_, field, what);
-  }
+// Absent in plans written before launches were planned: plain.
+bool launches_with_pdl(const Field& batch) { return batch.has("pdl") && batch.at("pdl").boolean(); }
 
- private:
-  static std::string join(const std::string& path, const char* key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
-  std::string file_;
-  std::vector<model::StageShape> shapes_;
-};
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 
 void check_schema(const json& j, std::string_view file) {
   if (!j.is_object()) throw_field_error(file, "(plan)", "expected a JSON object");
@@ -216,123 +178,88 @@ json plan_to_json(const Plan& plan) {
 
 Plan plan_from_json(const json& j, std::string_view file) {
   check_schema(j, file);
-  Reader in(file);
+  const Field root(j, "", file);
   Plan plan;
-  plan.model = in.text(j, "", "model");
-  plan.device = in.text(j, "", "device");
-  plan.sm_count = static_cast<int>(in.integer(j, "", "sm_count", 1));
-  plan.prompt_len = in.integer(j, "", "prompt_len", 1);
-  plan.profile = in.text(j, "", "profile");
-  const json& stages = in.array(j, "", "stages");
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const std::string at = "stages[" + std::to_string(i) + "]";
-    plan.stages.push_back({in.text(stages[i], at, "name"),
-                           static_cast<int>(in.integer(stages[i], at, "op_count", 1))});
+  plan.model = root.at("model").string();
+  plan.device = root.at("device").string();
+  plan.sm_count = static_cast<int>(root.at("sm_count").integer(1, kMaxInt));
+  plan.prompt_len = root.at("prompt_len").integer(1);
+  plan.profile = root.at("profile").string();
+  for (const Field& s : root.at("stages").list()) {
+    plan.stages.push_back(
+        {s.at("name").string(), static_cast<int>(s.at("op_count").integer(1, kMaxInt))});
   }
-  in.set_shapes(plan.stages);
-  const json& objective = in.need(j, "", "objective");
-  if (!objective.is_null()) {
-    if (!objective.is_string()) in.fail("objective", "expected \"ttfo\", \"throughput\" or null");
+  if (const std::optional<Field> objective = root.optional("objective")) {
     try {
-      plan.objective = parse_objective(objective.get<std::string>());
+      plan.objective = parse_objective(objective->string());
     } catch (const Error& e) {
-      in.fail("objective", e.what());
+      if (!objective->value().is_string()) throw;
+      objective->fail(e.what());
     }
   }
-  plan.top_k = static_cast<int>(in.integer(j, "", "top_k", 1));
-  plan.threads = static_cast<int>(in.integer(j, "", "threads", 1));
-  plan.seconds = in.number(j, "", "seconds");
+  plan.top_k = static_cast<int>(root.at("top_k").integer(1, kMaxInt));
+  plan.threads = static_cast<int>(root.at("threads").integer(1, kMaxInt));
+  plan.seconds = root.at("seconds").non_negative_number();
+  const Field category = root.at("category");
+  plan.min_gain = category.at("min_gain").non_negative_number();
 
-  plan.min_gain = in.number(in.need(j, "", "category"), "category", "min_gain");
-  const json& batches = in.array(j, "", "batches");
-  for (size_t i = 0; i < batches.size(); ++i) {
-    const json& b = batches[i];
-    const std::string at = "batches[" + std::to_string(i) + "]";
+  for (const Field& b : root.at("batches").list()) {
     BatchPlan bp;
-    bp.batch = in.integer(b, at, "batch", 1);
+    bp.batch = b.at("batch").integer(1);
     if (!plan.batches.empty() && bp.batch <= plan.batches.back().batch) {
-      in.fail(at + ".batch", "batches must increase");
+      b.at("batch").fail("batches must increase");
     }
-    const json& ranked = in.array(b, at, "ranked");
-    if (ranked.empty()) in.fail(at + ".ranked", "expected at least one composition");
-    for (size_t r = 0; r < ranked.size(); ++r) {
-      bp.ranked.push_back(in.evaluated(ranked[r], at + ".ranked[" + std::to_string(r) + "]"));
-    }
-    model::Composition chosen;
-    try {
-      chosen = model::composition_from_json(in.need(b, at, "composition"), plan.stages, file);
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (in " + at + ".composition)");
-    }
-    bp.all_conv = in.evaluated(in.need(b, at, "all_conv"), at + ".all_conv");
-    if (const json& mk = in.need(b, at, "all_mk"); !mk.is_null()) {
-      bp.all_mk = in.evaluated(mk, at + ".all_mk");
+    const std::vector<Field> ranked = b.at("ranked").list();
+    if (ranked.empty()) b.at("ranked").fail("expected at least one composition");
+    for (const Field& r : ranked) bp.ranked.push_back(evaluated(r, plan.stages));
+    const model::Composition chosen = chosen_composition(b, plan.stages, file);
+    bp.all_conv = evaluated(b.at("all_conv"), plan.stages);
+    if (const std::optional<Field> mk = b.optional("all_mk")) {
+      bp.all_mk = evaluated(*mk, plan.stages);
     }
     // The composition the batch settles on: its best, or all-conventional below the minimum gain.
     const Evaluated& settles = settled(bp, plan.min_gain, plan.objective);
     if (!(chosen == settles.composition)) {
-      in.fail(at + ".composition",
-              "differs from the composition the batch settles on ('" + settles.text + "')");
+      b.at("composition")
+          .fail("differs from the composition the batch settles on ('" + settles.text + "')");
     }
-    if (in.text(b, at, "text") != settles.text) {
-      in.fail(at + ".text",
-              "differs from the composition the batch settles on ('" + settles.text + "')");
+    if (b.at("text").string() != settles.text) {
+      b.at("text").fail("differs from the composition the batch settles on ('" + settles.text +
+                        "')");
     }
-    bp.pdl = in.boolean(b, at, "pdl", false);
-    const json& search = in.need(b, at, "search");
+    bp.pdl = launches_with_pdl(b);
+    const Field search = b.at("search");
     for (const model::StageShape& s : plan.stages) {
-      bp.search.push_back({s.name, in.stats(in.need(search, at + ".search", s.name.c_str()),
-                                            at + ".search." + s.name)});
+      bp.search.push_back({s.name, search_stats(search.at(s.name))});
     }
-    const json& notes = in.array(b, at, "notes");
-    for (size_t n = 0; n < notes.size(); ++n) {
-      if (!notes[n].is_string())
-        in.fail(at + ".notes[" + std::to_string(n) + "]", "expected a string");
-      bp.notes.push_back(notes[n].get<std::string>());
-    }
+    bp.notes = b.at("notes").strings();
     plan.batches.push_back(std::move(bp));
   }
-  const json& pareto = in.array(j, "", "pareto");
-  for (size_t i = 0; i < pareto.size(); ++i) {
-    const std::string at = "pareto[" + std::to_string(i) + "]";
-    plan.pareto.push_back({in.integer(pareto[i], at, "batch", 1),
-                           in.text(pareto[i], at, "candidate"), in.text(pareto[i], at, "text"),
-                           in.integer(pareto[i], at, "ttfo_ns", 0),
-                           in.number(pareto[i], at, "throughput_per_s")});
+  for (const Field& p : root.at("pareto").list()) {
+    plan.pareto.push_back({p.at("batch").integer(1), p.at("candidate").string(),
+                           p.at("text").string(), p.at("ttfo_ns").integer(0),
+                           p.at("throughput_per_s").non_negative_number()});
   }
-  const std::string category = in.text(in.need(j, "", "category"), "category", "name");
+  const std::string name = category.at("name").string();
   bool known = false;
   for (Category c : kCategories) {
-    if (category_name(c) == category) {
+    if (category_name(c) == name) {
       plan.category = c;
       known = true;
     }
   }
-  if (!known) in.fail("category.name", "unknown category '" + category + "'");
+  if (!known) category.at("name").fail("unknown category '" + name + "'");
   return plan;
 }
 
 PlannedRun plan_composition(const json& plan, int64_t batch,
                             const std::vector<model::StageShape>& shapes, std::string_view file) {
   check_schema(plan, file);
-  Reader in(file);
-  const json& batches = in.array(plan, "", "batches");
   std::string known;
-  for (size_t i = 0; i < batches.size(); ++i) {
-    const std::string at = "batches[" + std::to_string(i) + "]";
-    const int64_t b = in.integer(batches[i], at, "batch", 1);
-    if (b == batch) {
-      PlannedRun run;
-      try {
-        run.composition =
-            model::composition_from_json(in.need(batches[i], at, "composition"), shapes, file);
-      } catch (const Error& e) {
-        throw Error(std::string(e.what()) + " (in " + at + ".composition)");
-      }
-      run.pdl = in.boolean(batches[i], at, "pdl", false);
-      return run;
-    }
-    known += (known.empty() ? "" : ", ") + std::to_string(b);
+  for (const Field& b : Field(plan, "", file).at("batches").list()) {
+    const int64_t planned = b.at("batch").integer(1);
+    if (planned == batch) return {chosen_composition(b, shapes, file), launches_with_pdl(b)};
+    known += (known.empty() ? "" : ", ") + std::to_string(planned);
   }
   throw Error(std::string(file) + ": no plan for batch " + std::to_string(batch) +
               " (planned batches: " + known + ")");

@@ -524,6 +524,20 @@ TEST(PlanJsonTest, ErrorsNameTheFileAndField) {
   doc["batches"][0]["all_conv"].erase("ttfo_ns");
   EXPECT_EQ(error_of(doc), "plan.json: field 'batches[0].all_conv.ttfo_ns': missing");
   doc = good;
+  doc["batches"][0]["pdl"] = 1;
+  EXPECT_EQ(error_of(doc), "plan.json: field 'batches[0].pdl': expected true or false, got 1");
+  doc = good;
+  doc["objective"] = 3;
+  EXPECT_EQ(error_of(doc), "plan.json: field 'objective': expected a string, got 3");
+  doc = good;
+  doc["objective"] = "fast";
+  EXPECT_NE(error_of(doc).find("plan.json: field 'objective': "), std::string::npos)
+      << error_of(doc);
+  doc = good;
+  doc["top_k"] = -2;
+  EXPECT_EQ(error_of(doc),
+            "plan.json: field 'top_k': expected an integer in [1, 2147483647], got -2");
+  doc = good;
   doc["batches"][0]["composition"] =
       model::composition_to_json(plan.batches[0].all_conv.composition);
   if (!(plan.batches[0].all_conv.composition == plan.batches[0].best().composition)) {
