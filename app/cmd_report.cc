@@ -2,17 +2,23 @@
 // validate) in one Markdown report, OUT/report.md, and the data scripts/plot.py draws its SVG
 // plots from, OUT/report-data.json (planner/report.h). Needs no GPU: the mk coverage of each
 // candidate comes from simulating it again with the profile its validation names (a path
-// relative to the current directory), left out where that profile is not found.
+// relative to the current directory), left out where that profile is not found; beside the
+// profile, its trace of the all-conventional run is paired with the simulator's trace of the same
+// run, written into OUT.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "app/commands.h"
 #include "app/output_file.h"
+#include "model/composition.h"
 #include "model/config.h"
 #include "model/error.h"
 #include "planner/report.h"
 #include "planner/validation.h"
 #include "simulator/profile.h"
+#include "simulator/simulator.h"
+#include "simulator/trace.h"
 
 namespace megacut::app {
 namespace {
@@ -24,7 +30,37 @@ struct ReportCommandOptions {
   std::string out;
 };
 
-planner::ReportModel read_model(const fs::path& dir) {
+void write_file(const fs::path& path, const std::string& text) {
+  write_text_file(path, text);
+  std::printf("wrote %s\n", path.string().c_str());
+}
+
+// The profiler's trace of the all-conventional run (megacut profile --trace, named
+// trace-b<batch>.json beside the profile) at the smallest validated batch that has one, and the
+// simulator's Chrome trace of the same run, written into `out`.
+std::optional<planner::ReportTimeline> write_timeline(const planner::ReportModel& m,
+                                                      const simulator::Profile& profile,
+                                                      const fs::path& out) {
+  const fs::path dir = fs::path(m.validation.profile).parent_path();
+  for (const planner::BatchValidation& b : m.validation.batches) {
+    const fs::path measured = dir / ("trace-b" + std::to_string(b.batch) + ".json");
+    if (!fs::exists(measured)) continue;
+    simulator::Simulator sim(profile, simulator::SimOptions{.record_spans = true});
+    const model::Composition conv =
+        model::uniform_composition(sim.stage_shapes(b.batch), model::RegionKind::conv);
+    const simulator::Prediction p = sim.simulate(conv, b.batch);
+    planner::ReportTimeline t;
+    t.batch = b.batch;
+    t.composition = conv.to_string();
+    t.measured_trace = fs::relative(fs::absolute(measured), fs::absolute(out)).string();
+    t.simulated_trace = planner::report_simulated_trace(m.validation.model, b.batch);
+    write_file(out / t.simulated_trace, simulator::trace_text(simulator::chrome_trace(p, sim)));
+    return t;
+  }
+  return std::nullopt;
+}
+
+planner::ReportModel read_model(const fs::path& dir, const fs::path& out) {
   planner::ReportModel m;
   m.source = (dir / "validation.json").string();
   m.validation = planner::validation_from_json(model::read_json_file(m.source), m.source);
@@ -34,32 +70,35 @@ planner::ReportModel read_model(const fs::path& dir) {
         m, "the profile " + profile + " is not found from " + fs::current_path().string());
     return m;
   }
+  simulator::Profile p;
   try {
-    planner::add_coverage(m, simulator::read_profile(profile));
+    p = simulator::read_profile(profile);
+    planner::add_coverage(m, p);
   } catch (const Error& e) {
     planner::skip_coverage(m, e.what());
+    return m;
+  }
+  try {
+    m.timeline = write_timeline(m, p, out);
+  } catch (const Error& e) {
+    m.notes.push_back(std::string("no timeline: ") + e.what());
   }
   return m;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  write_text_file(path, text);
-  std::printf("wrote %s\n", path.string().c_str());
-}
-
 void run(const ReportCommandOptions& o) {
+  const fs::path out = o.out;
+  std::error_code error;
+  fs::create_directories(out, error);
+  if (error) throw Error("--out: cannot make directory " + o.out + " (" + error.message() + ")");
   std::vector<planner::ReportModel> models;
   for (const std::string& dir : o.in) {
-    models.push_back(read_model(dir));
+    models.push_back(read_model(dir, out));
     for (const std::string& note : models.back().notes) {
       std::printf("%s: note: %s\n", models.back().validation.model.c_str(), note.c_str());
     }
   }
   planner::check_distinct_models(models);
-  const fs::path out = o.out;
-  std::error_code error;
-  fs::create_directories(out, error);
-  if (error) throw Error("--out: cannot make directory " + o.out + " (" + error.message() + ")");
   write_file(out / "report.md", planner::report_markdown(models));
   write_file(out / "report-data.json", planner::report_data_json(models).dump(1) + "\n");
   std::printf("plots: python3 scripts/plot.py %s\n", o.out.c_str());

@@ -103,14 +103,29 @@ void skip_coverage(ReportModel& m, const std::string& why) {
   m.notes.push_back("mk coverage not computed: " + why);
 }
 
-ReportPlots report_plots(std::string_view model) {
+namespace {
+
+// The model's name as the start of a file name.
+std::string file_stem(std::string_view model) {
   std::string stem(model);
   for (char& c : stem) {
     const bool plain =
         std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     if (!plain) c = '_';
   }
-  return {stem + "-scatter.svg", stem + "-candidates.svg", stem + "-coverage.svg"};
+  return stem;
+}
+
+}  // namespace
+
+ReportPlots report_plots(std::string_view model) {
+  const std::string stem = file_stem(model);
+  return {stem + "-scatter.svg", stem + "-candidates.svg", stem + "-coverage.svg",
+          stem + "-timeline.svg"};
+}
+
+std::string report_simulated_trace(std::string_view model, int64_t batch) {
+  return file_stem(model) + "-simulated-trace-b" + std::to_string(batch) + ".json";
 }
 
 void check_distinct_models(const std::vector<ReportModel>& models) {
@@ -150,6 +165,14 @@ json report_data_json(const std::vector<ReportModel>& models) {
                          {"candidates", candidates}});
     }
     const ReportPlots plots = report_plots(v.model);
+    json timeline = nullptr;
+    if (m.timeline) {
+      timeline = {{"batch", m.timeline->batch},
+                  {"composition", m.timeline->composition},
+                  {"measured_trace", m.timeline->measured_trace},
+                  {"simulated_trace", m.timeline->simulated_trace},
+                  {"plot", plots.timeline}};
+    }
     out.push_back({{"model", v.model},
                    {"device", v.device},
                    {"source", m.source},
@@ -160,6 +183,7 @@ json report_data_json(const std::vector<ReportModel>& models) {
                     {{"scatter", plots.scatter},
                      {"candidates", plots.candidates},
                      {"coverage", plots.coverage}}},
+                   {"timeline", timeline},
                    {"batches", batches}});
   }
   return {{"schema", kReportDataSchema}, {"models", out}};
@@ -220,6 +244,15 @@ std::string report_markdown(const std::vector<ReportModel>& models) {
           "): mk coverage of the predicted best at each batch size (the coverage curve), beside "
           "that of the measured best and of the planner's top 1 (which the category follows), "
           "with the model's category.\n";
+    if (m.timeline) {
+      md += "- [" + plots.timeline + "](" + plots.timeline + "): batch " +
+            std::to_string(m.timeline->batch) +
+            ", all-conventional: each stage's kernels as the profiler traced them (`" +
+            m.timeline->measured_trace + "`) above the simulator's prediction of the same run (`" +
+            m.timeline->simulated_trace +
+            "`, a Chrome trace like the measured one), on one time axis. The profile traces only "
+            "the all-conventional run, so that is the composition shown.\n";
+    }
     for (const std::string& note : m.notes) md += "\nNote: " + note + "\n";
   }
 

@@ -21,6 +21,16 @@ namespace megacut::planner {
 
 inline constexpr std::string_view kReportDataSchema = "megacut.report-data/1";
 
+// A simulated next to a measured timeline of one batch's all-conventional run: the trace the
+// profiler wrote of its conventional graphs (megacut profile --trace) and the simulator's
+// Chrome trace of the same composition from the same profile, on the same time axis.
+struct ReportTimeline {
+  int64_t batch = 0;
+  std::string composition;      // canonical text
+  std::string measured_trace;   // path, as the report links it
+  std::string simulated_trace;  // file name, written beside the report
+};
+
 // One validated model.
 struct ReportModel {
   Validation validation;
@@ -28,6 +38,7 @@ struct ReportModel {
   // Per batch, per candidate, in validation order: the mk coverage, none where unknown.
   std::vector<std::vector<std::optional<double>>> coverage;
   std::vector<std::string> notes;  // why coverage is missing or how far to trust it
+  std::optional<ReportTimeline> timeline;
 };
 
 // Fills model.coverage by simulating every predicted candidate with `profile` (its PDL setting,
@@ -40,14 +51,17 @@ void add_coverage(ReportModel& model, const simulator::Profile& profile);
 void skip_coverage(ReportModel& model, const std::string& why);
 
 // The SVG files scripts/plot.py writes for a model, named in report-data.json and linked from
-// report.md: "<model>-scatter.svg", "-candidates.svg", "-coverage.svg", with any character other
-// than letters, digits, '.', '_' and '-' in the model's name replaced by '_'.
+// report.md: "<model>-scatter.svg", "-candidates.svg", "-coverage.svg" and "-timeline.svg", with
+// any character other than letters, digits, '.', '_' and '-' in the model's name replaced by '_'.
 struct ReportPlots {
   std::string scatter;
   std::string candidates;
   std::string coverage;
+  std::string timeline;  // "<model>-timeline.svg", drawn where the model has a ReportTimeline
 };
 ReportPlots report_plots(std::string_view model);
+// The simulator's trace megacut report writes beside them: "<model>-simulated-trace-b<batch>.json".
+std::string report_simulated_trace(std::string_view model, int64_t batch);
 
 // Throws an Error naming both sources when two models would share plot files.
 void check_distinct_models(const std::vector<ReportModel>& models);

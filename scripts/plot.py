@@ -29,6 +29,9 @@ try:
     import matplotlib
 
     matplotlib.use("Agg")
+    # The same data gives the same file: no date in the metadata, fixed element ids.
+    matplotlib.rcParams["svg.hashsalt"] = "megacut"
+    matplotlib.rcParams["svg.fonttype"] = "path"
     import matplotlib.pyplot as plt
 except ImportError:
     fail(
@@ -100,7 +103,7 @@ def scatter(model, path):
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
     ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata={"Date": None})
     plt.close(fig)
 
 
@@ -110,7 +113,7 @@ def candidates(model, path):
         fig, ax = plt.subplots(figsize=(6.4, 2.4))
         ax.text(0.5, 0.5, "no batch validated", ha="center", transform=ax.transAxes)
         ax.set_axis_off()
-        fig.savefig(path)
+        fig.savefig(path, metadata={"Date": None})
         plt.close(fig)
         return
     count = max([len(b["candidates"]) for b in batches] + [1])
@@ -171,7 +174,7 @@ def candidates(model, path):
     fig.legend(handles=handles, loc="upper center", ncol=2, fontsize="small",
                bbox_to_anchor=(0.5, 1 - 0.3 / height))
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))
-    fig.savefig(path)
+    fig.savefig(path, metadata={"Date": None})
     plt.close(fig)
 
 
@@ -214,7 +217,63 @@ def coverage(model, path):
     if drawn:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata={"Date": None})
+    plt.close(fig)
+
+
+def op_family(event):
+    """The op a kernel runs, without its layer: "layers.3.mlp.gate_up" -> "mlp.gate_up"."""
+    op = event.get("args", {}).get("op", event.get("name", "?"))
+    parts = op.split(".")
+    return ".".join(parts[2:]) if parts[0] == "layers" and len(parts) > 2 else op
+
+
+def trace_stages(path):
+    """Per stage of a Chrome trace: (name, start, duration, [(start, duration, family)]), in us."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    stages = [e for e in events if e.get("ph") == "X" and e.get("cat") == "stage"]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    out = []
+    for s in sorted(stages, key=lambda e: e["ts"]):
+        begin, end = s["ts"], s["ts"] + s["dur"]
+        inside = [(k["ts"] - begin, k["dur"], op_family(k)) for k in kernels
+                  if begin <= k["ts"] < end]
+        out.append((s["name"], s["dur"], inside))
+    return out
+
+
+def timeline(model, outdir, path):
+    t = model["timeline"]
+    measured = trace_stages(os.path.join(outdir, t["measured_trace"]))
+    simulated = trace_stages(os.path.join(outdir, t["simulated_trace"]))
+    names = [name for name, _, _ in measured]
+    families = sorted({f for _, _, ks in measured + simulated for _, _, f in ks})
+    cmap = plt.get_cmap("tab20")
+    colour = {f: cmap(i % 20) for i, f in enumerate(families)}
+    fig, axes = plt.subplots(len(names), 1, squeeze=False, figsize=(11, 1.9 * len(names) + 1.6))
+    for ax, name in zip(axes[:, 0], names):
+        rows = (("measured", dict((n, (d, k)) for n, d, k in measured).get(name)),
+                ("simulated", dict((n, (d, k)) for n, d, k in simulated).get(name)))
+        for y, (label, stage) in enumerate(reversed(rows)):
+            if stage is None:
+                continue
+            duration, kernels = stage
+            ax.broken_barh([(start, max(width, 0.05)) for start, width, _ in kernels], (y - 0.35, 0.7),
+                           facecolors=[colour[f] for _, _, f in kernels], linewidth=0)
+            ax.text(duration, y, f" {duration / 1000:.3f} ms", va="center", fontsize="small")
+        ax.set_yticks([0, 1])
+        ax.set_yticklabels(["simulated", "measured"])
+        ax.set_title(f"{name}", loc="left", fontsize="medium")
+        ax.set_xlabel("µs from the stage's start")
+        ax.grid(True, axis="x", linewidth=0.3, alpha=0.5)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[f]) for f in families]
+    fig.legend(handles, families, loc="lower center", ncol=min(6, len(families)),
+               fontsize="x-small", frameon=False)
+    fig.suptitle(f"{model['model']}: batch {t['batch']}, all-conventional, measured (profiler "
+                 f"trace) and simulated")
+    fig.tight_layout(rect=(0, 0.02 + 0.03 * ((len(families) + 5) // 6), 1, 1))
+    fig.savefig(path, metadata={"Date": None})
     plt.close(fig)
 
 
@@ -227,6 +286,10 @@ def main():
         for draw, key in ((scatter, "scatter"), (candidates, "candidates"), (coverage, "coverage")):
             path = os.path.join(outdir, model["plots"][key])
             draw(model, path)
+            print(path)
+        if model.get("timeline"):
+            path = os.path.join(outdir, model["timeline"]["plot"])
+            timeline(model, outdir, path)
             print(path)
 
 

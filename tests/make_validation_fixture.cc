@@ -3,6 +3,8 @@
 // the profile as megacut validate predicts them; their "measurements" are those predictions
 // moved by -3%, 0% or +4% in turn, and the last candidate of each batch is left unmeasured. The
 // validation names PROFILE.json as given, so megacut report finds it from the same directory.
+// Beside the profile it also writes trace-b1.json, standing in for the profiler's trace of the
+// all-conventional run: the simulator's trace of it, so that the report draws a timeline.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,8 @@
 #include "planner/plan.h"
 #include "planner/validation.h"
 #include "simulator/profile.h"
+#include "simulator/simulator.h"
+#include "simulator/trace.h"
 
 namespace mp = megacut::planner;
 
@@ -53,6 +57,13 @@ int main(int argc, char** argv) {
       bv.metrics = mp::score_batch(bv.candidates);
       v.batches.push_back(std::move(bv));
     }
+    megacut::simulator::Simulator sim(profile, {.record_spans = true});
+    const auto conv =
+        megacut::model::uniform_composition(sim.stage_shapes(1), megacut::model::RegionKind::conv);
+    const std::filesystem::path trace =
+        std::filesystem::path(argv[1]).parent_path() / "trace-b1.json";
+    std::ofstream(trace) << megacut::simulator::trace_text(
+        megacut::simulator::chrome_trace(sim.simulate(conv, 1), sim));
     std::filesystem::create_directories(argv[2]);
     const std::filesystem::path out = std::filesystem::path(argv[2]) / "validation.json";
     std::ofstream file(out);

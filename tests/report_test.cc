@@ -119,6 +119,30 @@ TEST(ReportTest, MarkdownTableOverallPlotsAndDefinitions) {
   }
 }
 
+// A model with a timeline names both traces and its plot in the plot data and links the plot
+// from report.md; one without has a null timeline and no link.
+TEST(ReportTest, TimelineNamesBothTracesAndItsPlot) {
+  std::vector<ReportModel> models = two_models();
+  models[0].timeline =
+      ReportTimeline{1, "prefill: conv[0:28]; decode: conv[0:28]", "../in/llama/trace-b1.json",
+                     "tiny-llama-simulated-trace-b1.json"};
+  const nlohmann::json j = report_data_json(models);
+  EXPECT_EQ(j["models"][0]["timeline"],
+            nlohmann::json({{"batch", 1},
+                            {"composition", "prefill: conv[0:28]; decode: conv[0:28]"},
+                            {"measured_trace", "../in/llama/trace-b1.json"},
+                            {"simulated_trace", "tiny-llama-simulated-trace-b1.json"},
+                            {"plot", "tiny-llama-timeline.svg"}}));
+  EXPECT_TRUE(j["models"][1]["timeline"].is_null());
+  const std::string md = report_markdown(models);
+  EXPECT_NE(md.find("- [tiny-llama-timeline.svg](tiny-llama-timeline.svg): batch 1, "
+                    "all-conventional: each stage's kernels as the profiler traced them "
+                    "(`../in/llama/trace-b1.json`)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("qwen3-0.6b-timeline.svg"), std::string::npos);
+}
+
 TEST(ReportTest, PlotDataInMillisecondsWithNullsForWhatIsMissing) {
   const nlohmann::json j = report_data_json(two_models());
   EXPECT_EQ(j["schema"], "megacut.report-data/1");
