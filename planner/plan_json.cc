@@ -86,8 +86,9 @@ SearchStats search_stats(const Field& f) {
 model::Composition chosen_composition(const Field& batch,
                                       const std::vector<model::StageShape>& shapes,
                                       std::string_view file) {
+  const Field json_form = batch.at("composition");
   try {
-    return model::composition_from_json(batch.at("composition").value(), shapes, file);
+    return model::composition_from_json(json_form.value(), shapes, file);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (in " + batch.path() + ".composition)");
   }
