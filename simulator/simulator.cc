@@ -140,6 +140,7 @@ std::string_view boundary_name(Boundary boundary) {
 Simulator::Simulator(Profile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
   micro_launch_ = micro_launch_fit(profile_.micro);
+  region_startup_measured_ = has_region_startup(profile_);
   model_.name = profile_.model_name;
   model_.config_path = profile_.source + " (model.config)";
   model_.config = profile_.model_config;
@@ -586,7 +587,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
         "the profile has no dependency-check micro-benchmark (micro.dependency_check_round_ns): "
         "mk regions are predicted without the time their tasks spend checking dependencies");
   }
-  if (has_mk && !has_region_startup(profile_)) {
+  if (has_mk && !region_startup_measured_) {
     p.notes.push_back(
         "the profile's task benchmarks have no region startup (tasks[].startup_ns): mk regions "
         "are charged only the trivial region's launch (micro.region_launch_ns)");

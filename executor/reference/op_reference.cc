@@ -34,6 +34,16 @@ void expect_positive(int64_t value, const char* op, const char* field) {
   }
 }
 
+// The fields both convolution shapes have, each positive.
+template <class Shape>
+void expect_conv_shape(const Shape& s, const char* op) {
+  expect_positive(s.batch, op, "batch");
+  expect_positive(s.len, op, "len");
+  expect_positive(s.in_channels, op, "in_channels");
+  expect_positive(s.out_channels, op, "out_channels");
+  expect_positive(s.kernel, op, "kernel");
+}
+
 // A bias is optional: empty, or one value per output channel.
 void expect_bias(std::span<const float> bias, int64_t channels, const char* op) {
   if (!bias.empty() && static_cast<int64_t>(bias.size()) != channels) {
@@ -259,11 +269,7 @@ std::vector<int32_t> argmax(std::span<const float> logits, int64_t vocab) {
 std::vector<double> causal_conv1d(std::span<const float> x, std::span<const float> weight,
                                   std::span<const float> bias, const Conv1dShape& s) {
   constexpr const char* op = "causal_conv1d";
-  expect_positive(s.batch, op, "batch");
-  expect_positive(s.len, op, "len");
-  expect_positive(s.in_channels, op, "in_channels");
-  expect_positive(s.out_channels, op, "out_channels");
-  expect_positive(s.kernel, op, "kernel");
+  expect_conv_shape(s, op);
   expect_positive(s.dilation, op, "dilation");
   expect_positive(s.groups, op, "groups");
   if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0) {
@@ -300,11 +306,7 @@ std::vector<double> causal_conv1d(std::span<const float> x, std::span<const floa
 std::vector<double> conv_transpose1d(std::span<const float> x, std::span<const float> weight,
                                      std::span<const float> bias, const ConvTranspose1dShape& s) {
   constexpr const char* op = "conv_transpose1d";
-  expect_positive(s.batch, op, "batch");
-  expect_positive(s.len, op, "len");
-  expect_positive(s.in_channels, op, "in_channels");
-  expect_positive(s.out_channels, op, "out_channels");
-  expect_positive(s.kernel, op, "kernel");
+  expect_conv_shape(s, op);
   expect_positive(s.stride, op, "stride");
   if (s.kernel < s.stride) {
     throw Error("reference: conv_transpose1d kernel " + std::to_string(s.kernel) +

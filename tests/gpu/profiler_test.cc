@@ -216,20 +216,30 @@ std::string body_of(const std::string& kind) {
   return bodies.at(kind);
 }
 
-// Two queues: tasks 0, 2 on queue 0 and task 1 on queue 1. A task lasts until the next task of
-// its queue starts (the per-task runtime cost is its own); a queue's last task until its end.
-TEST(TaskBenchTest, DurationsRunToTheNextTaskOnTheSameQueue) {
+// Tasks 0, 2 on queue 0 and task 1 on queue 1, then `empty_queues` queues without tasks; task 0
+// runs 1000-1100, task 1 1010-1300, task 2 1150-1200.
+struct TwoQueues {
   executor::TaskTable table;
-  table.task_count = 3;
-  table.queue_begin = {0, 2, 3};
-  table.tasks.resize(3);
-  table.tasks[0].index = 0;
-  table.tasks[1].index = 2;
-  table.tasks[2].index = 1;
-  std::vector<executor::TaskTimingRecord> records(3);
-  records[0] = {0, 5, 0, 1000, 1100, 0, 0};
-  records[1] = {1, 5, 1, 1010, 1300, 1, 1};
-  records[2] = {2, 5, 2, 1150, 1200, 0, 0};
+  std::vector<executor::TaskTimingRecord> records;
+  explicit TwoQueues(int empty_queues = 0) {
+    table.task_count = 3;
+    table.queue_begin = {0, 2, 3};
+    table.queue_begin.insert(table.queue_begin.end(), empty_queues, 3);
+    table.tasks.resize(3);
+    table.tasks[0].index = 0;
+    table.tasks[1].index = 2;
+    table.tasks[2].index = 1;
+    records = {
+        {0, 5, 0, 1000, 1100, 0, 0}, {1, 5, 1, 1010, 1300, 1, 1}, {2, 5, 2, 1150, 1200, 0, 0}};
+  }
+};
+
+// A task lasts until the next task of its queue starts (the per-task runtime cost is its own); a
+// queue's last task until its end.
+TEST(TaskBenchTest, DurationsRunToTheNextTaskOnTheSameQueue) {
+  TwoQueues q;
+  const executor::TaskTable& table = q.table;
+  std::vector<executor::TaskTimingRecord>& records = q.records;
   EXPECT_EQ(profiler::task_durations_ns(table, records), (std::vector<double>{150, 50, 290}));
 
   records[2].start_ns = 0;  // never ran
@@ -238,21 +248,13 @@ TEST(TaskBenchTest, DurationsRunToTheNextTaskOnTheSameQueue) {
   EXPECT_THROW(profiler::task_durations_ns(table, records), Error);
 }
 
-// The same two queues: queue 0 starts at 900 and its first task (0) at 1000, queue 1 at 1004
-// and its first task (2) at 1010. An empty queue has no startup; a first task that starts before
-// its CTA, or a CTA that never recorded its start, is an error.
+// The same two queues and an empty one: queue 0 starts at 900 and its first task (0) at 1000,
+// queue 1 at 1004 and its first task (2) at 1010. An empty queue has no startup; a first task
+// that starts before its CTA, or a CTA that never recorded its start, is an error.
 TEST(TaskBenchTest, StartupRunsFromTheCtasStartToItsFirstTask) {
-  executor::TaskTable table;
-  table.task_count = 3;
-  table.queue_begin = {0, 2, 3, 3};
-  table.tasks.resize(3);
-  table.tasks[0].index = 0;
-  table.tasks[1].index = 2;
-  table.tasks[2].index = 1;
-  std::vector<executor::TaskTimingRecord> records(3);
-  records[0] = {0, 5, 0, 1000, 1100, 0, 0};
-  records[1] = {1, 5, 1, 1010, 1300, 1, 1};
-  records[2] = {2, 5, 2, 1150, 1200, 0, 0};
+  const TwoQueues q(1);
+  const executor::TaskTable& table = q.table;
+  const std::vector<executor::TaskTimingRecord>& records = q.records;
   EXPECT_EQ(profiler::task_startup_ns(table, records, {900, 1004, 1005}),
             (std::vector<double>{100, 6}));
   EXPECT_THROW(profiler::task_startup_ns(table, records, {1001, 1004, 1005}), Error);
