@@ -9,6 +9,7 @@
 
 #include "model/error.h"
 #include "simulator/simulator.h"
+#include "tests/support/candidate_results.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::planner {
@@ -19,34 +20,15 @@ using model::RegionKind;
 const std::vector<model::StageShape> kShapes = {{"prefill", 28}, {"decode", 28}};  // tiny-llama
 
 model::LatencyStats stats(double p50, double p95, const std::string& unit = "ms") {
-  model::LatencyStats s;
-  s.unit = unit;
-  s.count = 20;
-  s.mean = s.min = s.p50 = p50;
-  s.p90 = s.p95 = s.p99 = s.max = p95;
-  return s;
+  return testing::run_stats(p50, p95, unit, 20);
 }
 
 // A candidate predicted at (ttfo, step) ms, measured with `m`; either may be absent.
 CandidateResult result(const std::string& label, const std::string& composition,
                        std::optional<std::pair<double, double>> predicted_ms,
                        std::optional<Measured> m) {
-  CandidateResult r;
-  r.candidate.labels = {label};
-  r.candidate.composition = model::parse_composition(composition, kShapes);
-  r.candidate.text = r.candidate.composition.to_string();
-  if (predicted_ms) {
-    r.predicted = Predicted{static_cast<TimeNs>(std::llround(predicted_ms->first * 1e6)),
-                            static_cast<TimeNs>(std::llround(predicted_ms->second * 1e6))};
-  } else {
-    r.prediction_error = "no task benchmark";
-  }
-  if (m) {
-    r.measured = *m;
-  } else {
-    r.measurement_error = "watchdog";
-  }
-  return r;
+  const model::Composition c = model::parse_composition(composition, kShapes);
+  return testing::candidate_result({{label}, c, c.to_string()}, predicted_ms, m);
 }
 
 BatchValidation batch(int64_t size, std::vector<CandidateResult> candidates) {

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "model/error.h"
+#include "tests/support/candidate_results.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::planner {
@@ -25,36 +26,17 @@ model::Composition parse(const std::string& text) {
 
 // TTFO and decode step statistics in ms with the given p50 and p95 (a valid ordering).
 Measured measured(double ttfo_p50, double ttfo_p95, double step_p50 = 1, double step_p95 = 1) {
-  auto stats = [](double p50, double p95) {
-    model::LatencyStats s;
-    s.unit = "ms";
-    s.count = 50;
-    s.mean = s.min = s.p50 = p50;
-    s.p90 = s.p95 = s.p99 = s.max = p95;
-    return s;
-  };
-  return {stats(ttfo_p50, ttfo_p95), stats(step_p50, step_p95)};
+  return {testing::run_stats(ttfo_p50, ttfo_p95, "ms", 50),
+          testing::run_stats(step_p50, step_p95, "ms", 50)};
 }
 
 // A candidate named `label` predicted at (ttfo, step) ms and measured with `m`; either may be
 // absent.
 CandidateResult result(const std::string& label, std::optional<double> ttfo_ms,
                        std::optional<Measured> m, double step_ms = 1) {
-  CandidateResult r;
-  r.candidate.labels = {label};
-  r.candidate.text = label;
-  if (ttfo_ms) {
-    r.predicted = Predicted{static_cast<TimeNs>(std::llround(*ttfo_ms * 1e6)),
-                            static_cast<TimeNs>(std::llround(step_ms * 1e6))};
-  } else {
-    r.prediction_error = "no task benchmark";
-  }
-  if (m) {
-    r.measured = *m;
-  } else {
-    r.measurement_error = "watchdog";
-  }
-  return r;
+  std::optional<std::pair<double, double>> predicted;
+  if (ttfo_ms) predicted = std::pair{*ttfo_ms, step_ms};
+  return testing::candidate_result({{label}, {}, label}, predicted, m);
 }
 
 TEST(ValidationTest, MergeConvRegionsJoinsOnlyAdjacentConv) {
