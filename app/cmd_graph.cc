@@ -8,6 +8,7 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/graph_io.h"
+#include "model/scenario.h"
 
 namespace megacut::app {
 namespace {
@@ -17,6 +18,7 @@ struct GraphOptions {
   std::string stage = "decode";
   int64_t batch = 1;
   int64_t prompt_len = model::kDefaultPromptLen;
+  int64_t frames = 0;
   std::string json_path;
   std::string dot_path;
 };
@@ -51,24 +53,28 @@ void add_graph_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("graph", "Print one stage's op graph with tiles and costs");
   cmd->add_option("--model,-m", opt->model, "Bundled model name, config.json, or checkpoint dir")
       ->required();
-  cmd->add_option("--stage,-s", opt->stage, "Stage to print (prefill, decode)")
+  cmd->add_option("--stage,-s", opt->stage,
+                  "Stage to print (prefill, decode; TTS: code-predictor, codec or vocoder too)")
       ->capture_default_str();
   cmd->add_option("--batch,-b", opt->batch, "Batch size")->capture_default_str();
   cmd->add_option("--prompt-len,-p", opt->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
+  add_frames_option(cmd, opt->frames);
   CLI::Option* json = cmd->add_option("--json", opt->json_path,
                                       "Print JSON instead of the table, or write it to a file")
                           ->expected(0, 1);
   cmd->add_option("--dot", opt->dot_path, "Write the op graph as Graphviz dot to a file");
   cmd->callback([opt, json] {
     const model::ModelSpec spec = model::load_model(opt->model);
-    const model::Scenario scenario = model::make_scenario(spec, opt->batch, opt->prompt_len);
+    const model::Scenario scenario =
+        model::make_scenario(spec, opt->batch, opt->prompt_len, opt->frames);
     const model::Graph g = model::build_graph(spec, scenario, opt->stage);
     if (!opt->dot_path.empty()) write_text_file(opt->dot_path, model::graph_to_dot(g));
     if (json->count() > 0) {
       nlohmann::json doc = model::graph_to_json(g);
       doc["model"] = spec.name;
       doc["prompt_len"] = scenario.prompt_len;
+      if (scenario.frames > 0) doc["frames"] = scenario.frames;
       if (opt->json_path.empty()) {
         std::cout << doc.dump(2) << "\n";
         return;

@@ -94,7 +94,7 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
   print_wrapped(best.text, 9);
   std::printf("         predicted TTFO %s, decode step %s, %s outputs/s\n",
               format_ns(best.ttfo_ns).c_str(), format_ns(best.decode_step_ns).c_str(),
-              format_count(static_cast<int64_t>(std::llround(best.throughput_per_s))).c_str());
+              format_rate(best.throughput_per_s).c_str());
   auto gain = [&](const char* label, const Evaluated& base) {
     std::printf("  vs %-20s TTFO %s (%s)   decode step %s (%s)\n", label,
                 format_ns(base.ttfo_ns).c_str(), times(base.ttfo_ns, best.ttfo_ns).c_str(),
@@ -113,8 +113,8 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
     const Evaluated& e = b.ranked[i];
     std::printf("  %4zu %s %s %11s %9s  %s\n", i + 1, right_align(format_ns(e.ttfo_ns), 12).c_str(),
                 right_align(format_ns(e.decode_step_ns), 12).c_str(),
-                format_count(static_cast<int64_t>(std::llround(e.throughput_per_s))).c_str(),
-                model::percent_text(e.coverage()).c_str(), summary(e).c_str());
+                format_rate(e.throughput_per_s).c_str(), model::percent_text(e.coverage()).c_str(),
+                summary(e).c_str());
   }
   if (!planner::worth_building(b, plan.min_gain, plan.objective)) {
     std::printf(
@@ -167,8 +167,7 @@ void print_pareto(const planner::Plan& plan) {
     if (e == nullptr) e = p.candidate == "all-conv" ? &b.all_conv : &*b.all_mk;
     std::printf("  %6lld %-9s %s %11s  %s\n", static_cast<long long>(p.batch), p.candidate.c_str(),
                 right_align(format_ns(p.ttfo_ns), 12).c_str(),
-                format_count(static_cast<int64_t>(std::llround(p.throughput_per_s))).c_str(),
-                summary(*e).c_str());
+                format_rate(p.throughput_per_s).c_str(), summary(*e).c_str());
   }
 }
 
@@ -275,6 +274,12 @@ void run(const PlanCommandOptions& o) {
     std::printf(
         "objective: none given (--objective ttfo|throughput): ranked by TTFO, then "
         "decode step; Pareto front below\n");
+  }
+  if (profile.frames > 0) {
+    std::printf(
+        "TTS pipeline: TTFO is the time to first audio (a chunk of %lld frames); the decode step "
+        "is the streaming step that makes the next chunk; outputs are seconds of audio\n",
+        static_cast<long long>(profile.frames));
   }
   print_search(plan);
   for (const planner::BatchPlan& b : plan.batches) print_batch(plan, b);

@@ -106,10 +106,17 @@ void run(const SimulateOptions& opt) {
               p.sm_count, static_cast<long long>(p.batch), static_cast<long long>(p.prompt_len));
   std::printf("composition: %s\n", p.composition.c_str());
   for (const std::string& note : p.notes) std::printf("note: %s\n", note.c_str());
-  std::printf("\npredicted TTFO  %s\n", format_ns(p.ttfo_ns).c_str());
-  std::printf("decode step     %s\n", format_ns(p.decode_step_ns).c_str());
-  std::printf("throughput      %s outputs/s\n",
-              format_count(static_cast<int64_t>(std::llround(p.throughput_per_s))).c_str());
+  if (p.frames > 0) {
+    std::printf("\npredicted TTFA  %s  (time to first audio: %lld frames)\n",
+                format_ns(p.ttfo_ns).c_str(), static_cast<long long>(p.frames));
+    std::printf("streaming step  %s  (the next %lld frames)\n", format_ns(p.decode_step_ns).c_str(),
+                static_cast<long long>(p.frames));
+  } else {
+    std::printf("\npredicted TTFO  %s\n", format_ns(p.ttfo_ns).c_str());
+    std::printf("decode step     %s\n", format_ns(p.decode_step_ns).c_str());
+  }
+  std::printf("throughput      %s %s/s\n", format_rate(p.throughput_per_s).c_str(),
+              p.output_unit.c_str());
   for (size_t i = 0; i < p.stages.size(); ++i) {
     print_stage(p.stages[i], p, replay.stages[i].time_ns);
   }

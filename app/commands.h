@@ -2,8 +2,17 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 
 namespace megacut::app {
+
+// --frames K, shared by the commands that build a scenario: the frames of a TTS pipeline's
+// first audio chunk.
+inline CLI::Option* add_frames_option(CLI::App* cmd, int64_t& frames) {
+  return cmd
+      ->add_option("--frames", frames, "TTS pipelines: frames in the first audio chunk (default 4)")
+      ->check(CLI::PositiveNumber);
+}
 
 void add_models_command(CLI::App& root);
 void add_graph_command(CLI::App& root);

@@ -1,6 +1,7 @@
 #include "app/format.h"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 
 namespace megacut::app {
@@ -23,6 +24,13 @@ std::string scaled(double value, const char* unit) {
 std::string format_bytes(double bytes) { return scaled(bytes, "B"); }
 
 std::string format_flops(double flops) { return scaled(flops, "FLOP"); }
+
+std::string format_rate(double per_s) {
+  if (per_s >= 100) return format_count(static_cast<int64_t>(std::llround(per_s)));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", per_s);
+  return text;
+}
 
 std::string format_count(int64_t count) {
   std::string digits = std::to_string(count < 0 ? -count : count);

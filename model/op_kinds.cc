@@ -1,4 +1,5 @@
-// The built-in op kinds of decoder-only transformers (Llama, Qwen3).
+// The built-in op kinds of decoder-only transformers (Llama, Qwen3, and the talkers and code
+// predictors of TTS pipelines).
 //
 // Conventions shared by every kind here: activations are (tokens, features) with tokens
 // sequence-major (row = sequence * seq_len + position); attrs "seq_len" (query rows per
@@ -216,6 +217,39 @@ class ResidualAdd final : public Kind {
   }
 };
 
+// step-embedding and step-head: a code predictor's per-step embedding tables and heads,
+// stacked along rows (steps * entries, hidden); input 1 is the step s (i32, one value, a stage
+// input) that picks rows [s * entries, (s + 1) * entries). step-embedding: out[t, :] =
+// table[s * entries + ids[t], :], input 0 the ids (i32). step-head: logits = h W_s^T (f32),
+// input 0 the hidden states; only the chosen head's rows are read.
+class StepEmbedding final : public Kind {
+ public:
+  StepEmbedding() : Kind("step-embedding", {Access::one_to_one, Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int input, const Box& out) const override {
+    if (input == 1) return {Box{0, 1, 0, 1}};
+    return {Box{out.row_begin, out.row_end, 0, 1}};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    return {4 + out.rows() * 4 + out.rows() * out.cols() * kBf16, out.rows() * out.cols() * kBf16,
+            0};
+  }
+};
+
+class StepHead final : public Kind {
+ public:
+  StepHead() : Kind("step-head", {Access::full_row, Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int input,
+                               const Box& out) const override {
+    if (input == 1) return {Box{0, 1, 0, 1}};
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const int64_t k = cols_of(graph, op.inputs[0]);
+    return {4 + out.rows() * k * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * 4,
+            2 * out.rows() * out.cols() * k};
+  }
+};
+
 // argmax: the index of the largest logit of each row (greedy next token).
 class Argmax final : public Kind {
  public:
@@ -245,6 +279,8 @@ void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<ResidualAdd>());
   kinds.push_back(std::make_unique<Linear>("lm-head"));
   kinds.push_back(std::make_unique<Argmax>());
+  kinds.push_back(std::make_unique<StepEmbedding>());
+  kinds.push_back(std::make_unique<StepHead>());
 }
 
 }  // namespace megacut::model

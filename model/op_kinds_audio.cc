@@ -6,12 +6,14 @@
 // sequence-major (row = sequence * len + t), bf16. Attr "len" is the rows per sequence of the
 // op's input; a convolution never reads across a sequence boundary. Costs count each byte a
 // tile must move through device memory once; a transcendental function counts as one FLOP.
-// Convolutions here are causal (no look-ahead); HiFi-GAN V1's own convolutions are centred
-// ("same" padding), which would need a look-ahead in causal-conv1d's input boxes.
+// conv1d takes a look-ahead: 0 is causal (a streaming codec decoder), (kernel - 1) * dilation / 2
+// is the centred "same" padding of HiFi-GAN V1's own convolutions.
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "model/error.h"
 #include "model/graph.h"
 #include "model/op.h"
 #include "model/op_kind_base.h"
@@ -57,18 +59,21 @@ class CodebookSum final : public Kind {
   }
 };
 
-// causal-conv1d: out[t, o] = bias[o] + sum over taps j and the input channels of o's group of
-// w[o, i, j] * x[t - (kernel - 1 - j) * dilation, i], with zeros before the sequence start, so
-// an output row sees only its past. Weight (out, in / groups, kernel), optional bias (out);
-// attrs kernel, dilation, groups (1: dense; in = out channels: depthwise), len.
-class CausalConv1d final : public Kind {
+// conv1d: out[t, o] = bias[o] + sum over taps j and the input channels i of o's group of
+// w[o, i, j] * x[t - (kernel - 1 - j) * dilation + lookahead, i], with zeros outside the
+// sequence, so an output row sees `lookahead` rows of its future and (kernel - 1) * dilation -
+// lookahead rows of its past. Weight (out, in / groups, kernel), optional bias (out); attrs
+// kernel, dilation, groups (1: dense; in = out channels: depthwise), len, and lookahead (0 when
+// absent: causal; at most (kernel - 1) * dilation).
+class Conv1d final : public Kind {
  public:
-  CausalConv1d() : Kind("causal-conv1d", {Access::windowed}) {}
+  Conv1d() : Kind("conv1d", {Access::windowed}) {}
 
   std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
                                const Box& out) const override {
     const int64_t len = op.attrs.i("len");
     const int64_t reach = (op.attrs.i("kernel") - 1) * op.attrs.i("dilation");
+    const int64_t lookahead = lookahead_of(op, reach);
     // Output channel o reads the input channels of group o / out_per_group.
     const int64_t groups = op.attrs.i("groups");
     const int64_t in_per_group = cols_of(graph, op.inputs[0]) / groups;
@@ -77,14 +82,14 @@ class CausalConv1d final : public Kind {
     const int64_t col_end = ((out.col_end - 1) / out_per_group + 1) * in_per_group;
     std::vector<Box> boxes;
     for_each_sequence(out.row_begin, out.row_end, len, [&](int64_t s, int64_t first, int64_t last) {
-      boxes.push_back(
-          Box{s * len + std::max<int64_t>(first - reach, 0), s * len + last, col_begin, col_end});
+      boxes.push_back(Box{s * len + std::max<int64_t>(first - reach + lookahead, 0),
+                          s * len + std::min(last + lookahead, len), col_begin, col_end});
     });
     return boxes;
   }
 
-  // Taps that fall before the sequence start multiply padding zeros; they are counted, as a
-  // body that does not branch on position computes them.
+  // Taps that fall outside the sequence multiply padding zeros; they are counted, as a body that
+  // does not branch on position computes them.
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t kernel = op.attrs.i("kernel");
     const int64_t in_per_group = cols_of(graph, op.inputs[0]) / op.attrs.i("groups");
@@ -93,6 +98,16 @@ class CausalConv1d final : public Kind {
     return {box_bytes(input_boxes(op, graph, 0, out), kBf16) +
                 out.cols() * in_per_group * kernel * kBf16 + bias,
             elements * kBf16, 2 * elements * kernel * in_per_group};
+  }
+
+ private:
+  static int64_t lookahead_of(const Op& op, int64_t reach) {
+    const int64_t lookahead = op.attrs.has("lookahead") ? op.attrs.i("lookahead") : 0;
+    if (lookahead < 0 || lookahead > reach) {
+      throw Error("op " + op.name + ": conv1d lookahead " + std::to_string(lookahead) +
+                  " is outside [0, (kernel - 1) * dilation = " + std::to_string(reach) + "]");
+    }
+    return lookahead;
   }
 };
 
@@ -154,8 +169,8 @@ class Elementwise final : public Kind {
   int64_t flops_;
 };
 
-// add-scaled: y = (a + b) * scale. HiFi-GAN averages the branches of a multi-receptive-field
-// block; three branches chain two ops, the first with scale 1.
+// add-scaled: y = (a + b) * scale, attr "scale". HiFi-GAN averages the branches of a
+// multi-receptive-field block; three branches chain two ops, the first with scale 1.
 class AddScaled final : public Kind {
  public:
   AddScaled() : Kind("add-scaled", {Access::one_to_one, Access::one_to_one}) {}
@@ -172,7 +187,7 @@ class AddScaled final : public Kind {
 
 void register_audio_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<CodebookSum>());
-  kinds.push_back(std::make_unique<CausalConv1d>());
+  kinds.push_back(std::make_unique<Conv1d>());
   kinds.push_back(std::make_unique<ConvTranspose1d>());
   // snake-beta: y = x + sin^2(alpha x) / beta with weights alpha, beta (channels, stored as
   // logarithms): multiply, sine, square, multiply by 1 / beta, add; exp and 1 / beta are taken
@@ -181,6 +196,9 @@ void register_audio_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   // leaky-relu: y = max(x, slope x), attr "slope": multiply, select.
   kinds.push_back(std::make_unique<Elementwise>("leaky-relu", 2));
   kinds.push_back(std::make_unique<Elementwise>("tanh", 1));
+  // gelu: y = x Phi(x) (exact, with erf), between a ConvNeXt block's pointwise layers: an
+  // erf counts as one FLOP, with the multiply, add and scale around it.
+  kinds.push_back(std::make_unique<Elementwise>("gelu", 5));
   kinds.push_back(std::make_unique<AddScaled>());
 }
 

@@ -1,5 +1,7 @@
 #include "model/scenario.h"
 
+#include <algorithm>
+
 #include "model/error.h"
 
 namespace megacut::model {
@@ -19,21 +21,75 @@ std::vector<std::string> Scenario::stage_names() const {
   return names;
 }
 
-Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len) {
+std::vector<std::string> stage_sequence(const Scenario& scenario, Sequence sequence) {
+  const bool first = sequence == Sequence::first_output;
+  auto runs = [&](const Stage& s) { return first ? s.runs_to_first_output : s.runs_per_step; };
+  std::vector<std::string> order;
+  if (scenario.frames == 0) {
+    for (const Stage& s : scenario.stages) order.insert(order.end(), runs(s), s.name);
+    return order;
+  }
+  // prefill, decode, [code-predictor], decoder: the frame loop interleaves the middle stages.
+  const Stage& prefill = scenario.stages.front();
+  const Stage& decoder = scenario.stages.back();
+  order.insert(order.end(), runs(prefill), prefill.name);
+  for (int64_t frame = 0; frame < scenario.frames; ++frame) {
+    for (size_t i = 1; i + 1 < scenario.stages.size(); ++i) {
+      const Stage& s = scenario.stages[i];
+      // Each frame runs its share; the talker's first-output runs skip the first frame.
+      const int64_t per_frame = runs(s) / scenario.frames;
+      const int64_t extra = runs(s) % scenario.frames;
+      const int64_t here = per_frame + (frame >= scenario.frames - extra ? 1 : 0);
+      order.insert(order.end(), here, s.name);
+    }
+  }
+  order.insert(order.end(), runs(decoder), decoder.name);
+  return order;
+}
+
+Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len, int64_t frames) {
   if (batch <= 0) throw Error("--batch: must be positive, got " + std::to_string(batch));
   if (prompt_len <= 0) {
     throw Error("--prompt-len: must be positive, got " + std::to_string(prompt_len));
   }
-  if (prompt_len + 1 > model.decoder.max_position) {
-    throw Error("--prompt-len: " + std::to_string(prompt_len) + " plus one decoded token exceeds " +
-                model.config_path.string() + " max_position_embeddings " +
+  if (frames < 0) throw Error("--frames: must be positive, got " + std::to_string(frames));
+  if (frames > 0 && !model.tts) {
+    throw Error("--frames: " + model.name + " is not a TTS pipeline (frames count audio frames)");
+  }
+  if (model.tts && frames == 0) frames = kDefaultFrames;
+  // The talker's cache holds the prompt and every frame after the first.
+  const int64_t positions = prompt_len + std::max<int64_t>(frames - 1, 1);
+  if (positions > model.decoder.max_position) {
+    throw Error("--prompt-len: " + std::to_string(prompt_len) + " plus " +
+                (model.tts ? std::to_string(frames - 1) + " decoded frames" : "one decoded token") +
+                " exceeds " + model.config_path.string() + " max_position_embeddings " +
                 std::to_string(model.decoder.max_position));
   }
   Scenario s;
   s.batch = batch;
   s.prompt_len = prompt_len;
   s.stages.push_back(Stage{"prefill", prompt_len, 0, 1, 0});
-  s.stages.push_back(Stage{"decode", 1, prompt_len, 0, 1});
+  if (!model.tts) {
+    s.stages.push_back(Stage{"decode", 1, prompt_len, 0, 1});
+    return s;
+  }
+  const TtsConfig& tts = *model.tts;
+  s.frames = frames;
+  // The talker's decode steps run at positions P .. P + k - 2; the step at the middle of the
+  // chunk stands for them all.
+  s.stages.push_back(Stage{"decode", 1, prompt_len + (frames - 1) / 2, frames - 1, frames});
+  if (tts.code_predictor) {
+    const int64_t steps = tts.code_predictor->steps();
+    // A frame's code predictor sees the talker's hidden state, then one position per step.
+    s.stages.push_back(Stage{"code-predictor", 1, tts.code_predictor->code_groups / 2,
+                             frames * steps, frames * steps});
+    s.stages.push_back(Stage{"codec", frames, 0, 1, 1});
+  } else {
+    s.stages.push_back(Stage{"vocoder", frames, 0, 1, 1});
+  }
+  s.outputs_per_step =
+      static_cast<double>(frames * tts.samples_per_frame) / static_cast<double>(tts.sample_rate);
+  s.output_unit = "audio seconds";
   return s;
 }
 

@@ -2,7 +2,17 @@
 //
 // An LLM's scenario has two stages: prefill of P prompt tokens for each of B sequences, which
 // ends with the first token (TTFO = its time), and a decode step, which gives throughput
-// (B tokens per step). Each stage is its own graph and has its own regions.
+// (B tokens per step).
+//
+// A streaming TTS pipeline's first output is its first audio chunk (time to first audio,
+// TTFA): prefill of the text prompt, whose last position gives the first frame; k - 1 talker
+// decode steps for the other frames of the chunk; for Qwen3-TTS, (G - 1) code predictor steps
+// per frame for codebooks 2..G; then the codec decoder (Qwen3-TTS) or vocoder
+// (llama-hifigan-tts) over the chunk's k frames. In steady streaming a step makes the next
+// chunk: k talker decode steps, k (G - 1) code predictor steps and one decoder run, giving
+// k x samples-per-frame / sample-rate seconds of audio per sequence.
+//
+// Each stage is its own graph and has its own regions.
 #pragma once
 
 #include <cstdint>
@@ -15,26 +25,41 @@ namespace megacut::model {
 
 struct Stage {
   std::string name;
-  int64_t seq_len = 0;   // query rows per sequence in this stage
+  int64_t seq_len = 0;   // query rows (time steps) per sequence in this stage
   int64_t past_len = 0;  // positions already in the KV cache when it runs
-  // How many times the stage runs before the first output is out (prefill 1, decode 0).
+  // How many times the stage runs before the first output is out (LLM prefill 1, decode 0).
   int64_t runs_to_first_output = 0;
-  // Outputs per sequence each run adds to steady-state throughput (decode 1, prefill 0).
-  int64_t outputs_per_run = 0;
+  // How many times the stage runs in one steady-state step (LLM decode 1, prefill 0).
+  int64_t runs_per_step = 0;
 };
 
 struct Scenario {
   int64_t batch = 1;
   int64_t prompt_len = 128;
+  int64_t frames = 0;  // TTS: frames in the first audio chunk (k); 0 for an LLM
   std::vector<Stage> stages;
+  // What one steady-state step gives each sequence: 1 token, or k frames' seconds of audio.
+  double outputs_per_step = 1;
+  std::string output_unit = "tokens";  // "tokens" or "audio seconds"
 
   const Stage& stage(std::string_view name) const;
   std::vector<std::string> stage_names() const;
 };
 
 inline constexpr int64_t kDefaultPromptLen = 128;
+inline constexpr int64_t kDefaultFrames = 4;
 
-// The LLM scenario: prefill of `prompt_len` tokens, then one decode step at position P.
-Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len);
+// The order in which the stages run to the first output, or in one steady-state step: stage
+// names, one per run (each stage appears runs_to_first_output or runs_per_step times). For a
+// TTS pipeline, frame by frame: prefill, then per frame the talker step (not for the first
+// frame: the prefill gave it) and the code predictor steps, then the decoder.
+enum class Sequence { first_output, step };
+std::vector<std::string> stage_sequence(const Scenario& scenario, Sequence sequence);
+
+// The model's scenario at batch `batch`: for an LLM, prefill of `prompt_len` tokens then one
+// decode step at position P; for a TTS pipeline, the stages of the first chunk of `frames`
+// frames (0: kDefaultFrames). `frames` is rejected for an LLM.
+Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len,
+                       int64_t frames = 0);
 
 }  // namespace megacut::model

@@ -51,7 +51,7 @@ struct Weights {
 
 Weights weights(const model::Stage& stage, std::optional<Objective> objective) {
   const int64_t ttfo = stage.runs_to_first_output;
-  const int64_t step = stage.outputs_per_run > 0 ? 1 : 0;
+  const int64_t step = stage.runs_per_step;
   if (objective == Objective::throughput) return {step, ttfo};
   return {ttfo, step};
 }

@@ -58,7 +58,7 @@ struct OpOnPath {
 struct StagePrediction {
   std::string stage;
   int64_t runs_to_first_output = 0;
-  int64_t outputs_per_run = 0;
+  int64_t runs_per_step = 0;
   TimeNs time_ns = 0;
   std::vector<std::shared_ptr<const RegionResult>> regions;
   std::vector<TimeNs> region_start_ns;
@@ -83,11 +83,15 @@ struct Prediction {
   int sm_count = 0;
   int64_t batch = 0;
   int64_t prompt_len = 0;
+  int64_t frames = 0;       // TTS: frames of the first audio chunk
   std::string composition;  // canonical text
   std::vector<StagePrediction> stages;
-  TimeNs ttfo_ns = 0;           // sum over stages of runs_to_first_output x stage time
-  TimeNs decode_step_ns = 0;    // stages that produce outputs, one run each
-  double throughput_per_s = 0;  // batch x outputs per run / decode step
+  TimeNs ttfo_ns = 0;  // sum over stages of runs_to_first_output x stage time
+  // The steady-state step: sum over stages of runs_per_step x stage time (an LLM's decode
+  // step; a TTS pipeline's next chunk of frames).
+  TimeNs decode_step_ns = 0;
+  double throughput_per_s = 0;  // batch x the scenario's outputs per step / step
+  std::string output_unit = "tokens";
   std::optional<Interpolation> interpolated;
   std::vector<std::string> notes;
 

@@ -214,17 +214,19 @@ json profile_to_json(const Profile& p) {
     }
     batches.push_back(std::move(batch));
   }
-  return {{"schema", kProfileSchema},
-          {"model", {{"name", p.model_name}, {"config", p.model_config}}},
-          {"prompt_len", p.prompt_len},
-          {"device",
-           {{"name", p.device.name},
-            {"sm_count", p.device.sm_count},
-            {"l2_bytes", p.device.l2_bytes},
-            {"registers_per_sm", p.device.registers_per_sm},
-            {"copy_bandwidth_gb_per_s", p.device.copy_bandwidth_gb_per_s}}},
-          {"micro", micro},
-          {"batches", batches}};
+  json doc = {{"schema", kProfileSchema},
+              {"model", {{"name", p.model_name}, {"config", p.model_config}}},
+              {"prompt_len", p.prompt_len},
+              {"device",
+               {{"name", p.device.name},
+                {"sm_count", p.device.sm_count},
+                {"l2_bytes", p.device.l2_bytes},
+                {"registers_per_sm", p.device.registers_per_sm},
+                {"copy_bandwidth_gb_per_s", p.device.copy_bandwidth_gb_per_s}}},
+              {"micro", micro},
+              {"batches", batches}};
+  if (p.frames > 0) doc["frames"] = p.frames;
+  return doc;
 }
 
 Profile profile_from_json(const json& json_doc, std::string_view file_view) {
@@ -243,8 +245,14 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   p.model_config = model.at("config").value();
   model.at("config").object();
   // The config must describe a model the builders know; check it now rather than at use.
-  model::parse_decoder_config(p.model_config, file + " (model.config)");
+  const model::ModelSpec spec =
+      model::parse_model(p.model_config, p.model_name, file + " (model.config)");
   p.prompt_len = root.at("prompt_len").integer(1);
+  if (const std::optional<Node> frames = root.optional("frames")) {
+    p.frames = frames->integer(0);
+    if (p.frames > 0 && !spec.tts)
+      frames->fail("a frame count, but the model is not a TTS pipeline");
+  }
 
   const Node device = root.at("device");
   p.device.name = device.at("name").string();

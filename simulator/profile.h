@@ -161,6 +161,7 @@ struct Profile {
   std::string model_name;
   nlohmann::json model_config;  // the model's Hugging Face config.json object
   int64_t prompt_len = 0;
+  int64_t frames = 0;  // TTS: frames of the first audio chunk (0: an LLM)
   DeviceProfile device;
   MicroBenchmarks micro;
   std::vector<BatchProfile> batches;  // increasing batch

@@ -141,16 +141,14 @@ Simulator::Simulator(Profile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
   micro_launch_ = micro_launch_fit(profile_.micro);
   region_startup_measured_ = has_region_startup(profile_);
-  model_.name = profile_.model_name;
-  model_.config_path = profile_.source + " (model.config)";
-  model_.config = profile_.model_config;
-  model_.decoder = model::parse_decoder_config(model_.config, model_.config_path.string());
+  model_ = model::parse_model(profile_.model_config, profile_.model_name,
+                              profile_.source + " (model.config)");
 }
 
 Simulator::~Simulator() = default;
 
 model::Scenario Simulator::scenario(int64_t batch) const {
-  return model::make_scenario(model_, batch, profile_.prompt_len);
+  return model::make_scenario(model_, batch, profile_.prompt_len, profile_.frames);
 }
 
 std::vector<model::StageShape> Simulator::stage_shapes(int64_t batch) {
@@ -215,8 +213,7 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   s->stage = std::string(stage);
   s->batch = batch;
   const model::Scenario sc = scenario(batch);
-  s->graph = std::make_unique<model::Graph>(
-      model::build_decoder_stage(model_.decoder, sc.stage(stage), batch));
+  s->graph = std::make_unique<model::Graph>(model::build_graph(model_, sc, stage));
   const BatchProfile* measured = profile_.batch(batch);
   if (measured == nullptr) {
     if (!options_.allow_interpolate) {
@@ -568,6 +565,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
   p.sm_count = sms;
   p.batch = batch;
   p.prompt_len = profile_.prompt_len;
+  p.frames = profile_.frames;
   p.composition = composition.to_string();
   p.interpolated = interpolation(batch);
   if (p.interpolated) {
@@ -592,12 +590,11 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
         "the profile's task benchmarks have no region startup (tasks[].startup_ns): mk regions "
         "are charged only the trivial region's launch (micro.region_launch_ns)");
   }
-  int64_t outputs = 0;
   for (const model::Stage& stage : sc.stages) {
     StagePrediction sp;
     sp.stage = stage.name;
     sp.runs_to_first_output = stage.runs_to_first_output;
-    sp.outputs_per_run = stage.outputs_per_run;
+    sp.runs_per_step = stage.runs_per_step;
     const model::Graph& g = graph(stage.name, batch);
     for (const model::Op& op : g.ops()) sp.op_names.push_back(op.name);
     std::vector<TimeNs> busy(sms, 0);
@@ -644,15 +641,13 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
       sp.measured_conv_graph_ns = p50(*prof.graph_ns);
     }
     p.ttfo_ns += stage.runs_to_first_output * t;
-    if (stage.outputs_per_run > 0) {
-      p.decode_step_ns += t;
-      outputs += stage.outputs_per_run;
-    }
+    p.decode_step_ns += stage.runs_per_step * t;
     p.stages.push_back(std::move(sp));
   }
+  p.output_unit = sc.output_unit;
   if (p.decode_step_ns > 0) {
-    p.throughput_per_s =
-        static_cast<double>(batch * outputs) * 1e9 / static_cast<double>(p.decode_step_ns);
+    p.throughput_per_s = static_cast<double>(batch) * sc.outputs_per_step * 1e9 /
+                         static_cast<double>(p.decode_step_ns);
   }
   return p;
 }

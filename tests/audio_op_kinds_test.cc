@@ -35,24 +35,24 @@ struct DenseConv {
     const int x = g.add_tensor({"x", TensorRole::input, DType::bf16, {32, 4}});
     const int w = weight(g, "conv.weight", {6, 4, 3});
     const int b = weight(g, "conv.bias", {6});
-    op = g.add_op("conv", "causal-conv1d", {x}, {w, b}, activation(g, "y", 32, 6), {32, 6, 8, 3},
+    op = g.add_op("conv", "conv1d", {x}, {w, b}, activation(g, "y", 32, 6), {32, 6, 8, 3},
                   {{"kernel", 3}, {"dilation", 2}, {"groups", 1}, {"len", 16}});
     g.finalize();
   }
 };
 
 TEST(AudioOpKindsTest, RegistryKnowsEveryAudioKind) {
-  for (const char* kind : {"codebook-sum", "causal-conv1d", "conv-transpose1d", "snake-beta",
-                           "leaky-relu", "tanh", "add-scaled"}) {
+  for (const char* kind : {"codebook-sum", "conv1d", "conv-transpose1d", "snake-beta", "leaky-relu",
+                           "tanh", "add-scaled"}) {
     EXPECT_NE(find_op_kind(kind), nullptr) << kind;
     EXPECT_NO_THROW(op_kind(kind)) << kind;
   }
-  EXPECT_EQ(op_kind("causal-conv1d").access(0), Access::windowed);
+  EXPECT_EQ(op_kind("conv1d").access(0), Access::windowed);
   EXPECT_EQ(op_kind("conv-transpose1d").access(0), Access::windowed);
   EXPECT_EQ(op_kind("add-scaled").input_count(), 2);
 }
 
-TEST(AudioOpKindsTest, CausalConvReadsItsReceptiveFieldWithinTheSequence) {
+TEST(AudioOpKindsTest, CausalConv1dReadsItsReceptiveFieldWithinTheSequence) {
   const DenseConv c;
   // Rows [8, 16) of sequence 0 read steps [4, 16); every input channel, whatever the tile's
   // output channels.
@@ -65,15 +65,87 @@ TEST(AudioOpKindsTest, CausalConvReadsItsReceptiveFieldWithinTheSequence) {
   EXPECT_EQ(reads(c.g, c.op, {12, 20, 0, 6}), (std::vector<Box>{{8, 16, 0, 4}, {16, 20, 0, 4}}));
 }
 
+// A centred conv (HiFi-GAN's "same" padding) over 2 sequences of 16 steps, 4 -> 4 channels,
+// kernel 3, dilation 3, lookahead 3: output step t reads steps [t - 3, t + 3] of its sequence.
+struct CentredConv {
+  Graph g{"decode", 2};
+  int op = 0;
+  explicit CentredConv(int64_t lookahead = 3) {
+    const int x = g.add_tensor({"x", TensorRole::input, DType::bf16, {32, 4}});
+    const int w = weight(g, "conv.weight", {4, 4, 3});
+    op = g.add_op("conv", "conv1d", {x}, {w}, activation(g, "y", 32, 4), {32, 4, 8, 4},
+                  {{"kernel", 3},
+                   {"dilation", 3},
+                   {"groups", 1},
+                   {"len", 16},
+                   {"lookahead", double(lookahead)}});
+    g.finalize();
+  }
+};
+
+TEST(AudioOpKindsTest, CentredConv1dReadsAheadButNotPastItsSequence) {
+  const CentredConv c;
+  // Rows [0, 8): steps [0, 11) (nothing before step 0).
+  EXPECT_EQ(reads(c.g, c.op, {0, 8, 0, 4}), (std::vector<Box>{{0, 11, 0, 4}}));
+  // Rows [8, 16), the end of sequence 0: steps [5, 16), not into sequence 1.
+  EXPECT_EQ(reads(c.g, c.op, {8, 16, 0, 4}), (std::vector<Box>{{5, 16, 0, 4}}));
+  // Rows [16, 24) start sequence 1: steps [16, 27), none of sequence 0.
+  EXPECT_EQ(reads(c.g, c.op, {16, 24, 0, 4}), (std::vector<Box>{{16, 27, 0, 4}}));
+  // A tile across the boundary, rows [12, 20): [9, 16) of sequence 0 and [16, 23) of sequence 1.
+  EXPECT_EQ(reads(c.g, c.op, {12, 20, 0, 4}), (std::vector<Box>{{9, 16, 0, 4}, {16, 23, 0, 4}}));
+  // Cost of rows [0, 8): 11 input rows x 4 channels = 88 B and weights 4 x 4 x 3 x 2 = 96 B
+  // read; 2 * 8 * 4 * 3 * 4 = 768 FLOPs, as for a causal conv.
+  const TileCost first = c.g.task_cost(c.g.task_id(c.op, 0));
+  EXPECT_EQ(first.bytes_read, 88 + 96);
+  EXPECT_EQ(first.flops, 768);
+}
+
+TEST(AudioOpKindsTest, Conv1dRejectsALookaheadPastItsReach) {
+  // Kernel 3, dilation 3: reach 6. Lookahead 6 looks only ahead; 7 or -1 is an error.
+  const CentredConv ahead(6);
+  EXPECT_EQ(reads(ahead.g, ahead.op, {8, 16, 0, 4}), (std::vector<Box>{{8, 16, 0, 4}}));
+  EXPECT_EQ(reads(ahead.g, ahead.op, {0, 8, 0, 4}), (std::vector<Box>{{0, 14, 0, 4}}));
+  // The input here is no op's output, so finalize asks for no boxes; asking throws.
+  const CentredConv too_far(7);
+  try {
+    reads(too_far.g, too_far.op, {0, 8, 0, 4});
+    ADD_FAILURE() << "lookahead 7 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "op conv: conv1d lookahead 7 is outside [0, (kernel - 1) * dilation = 6]");
+  }
+  const CentredConv behind(-1);
+  EXPECT_THROW(reads(behind.g, behind.op, {0, 8, 0, 4}), Error);
+  EXPECT_THROW(behind.g.task_cost(behind.g.task_id(behind.op, 0)), Error);
+}
+
+TEST(AudioOpKindsTest, CentredConv1dChainWaitsForTheTileAhead) {
+  // tanh -> centred conv (kernel 3, dilation 1, lookahead 1) over one sequence of 32 steps,
+  // 8-row tiles: conv tile [8, 16) reads steps [7, 17), so it waits for tanh tiles 0, 1 and 2
+  // (a causal conv would wait for 0 and 1 only); the last conv tile [24, 32) reads [23, 32):
+  // tiles 2 and 3.
+  Graph g("decode", 1);
+  const int x = g.add_tensor({"x", TensorRole::input, DType::bf16, {32, 4}});
+  const int act = g.add_op("act", "tanh", {x}, {}, activation(g, "a", 32, 4), {32, 4, 8, 4});
+  const int conv =
+      g.add_op("conv", "conv1d", {g.op(act).output}, {weight(g, "conv.weight", {4, 4, 3})},
+               activation(g, "c", 32, 4), {32, 4, 8, 4},
+               {{"kernel", 3}, {"dilation", 1}, {"groups", 1}, {"len", 32}, {"lookahead", 1}});
+  g.finalize();
+  EXPECT_EQ(g.task_deps(g.task_id(conv, 1)),
+            (std::vector<TaskId>{g.task_id(act, 0), g.task_id(act, 1), g.task_id(act, 2)}));
+  EXPECT_EQ(g.task_deps(g.task_id(conv, 3)),
+            (std::vector<TaskId>{g.task_id(act, 2), g.task_id(act, 3)}));
+}
+
 TEST(AudioOpKindsTest, DepthwiseConvReadsOnlyItsOwnChannels) {
   // 64 channels, groups 64, kernel 7, dilation 1, len 32: channels [16, 32) of rows [40, 48)
   // read channels [16, 32) of steps [34, 48) (sequence 1 starts at row 32).
   Graph g("decode", 2);
   const int x = activation(g, "x", 64, 64);
   const int w = weight(g, "dw.weight", {64, 1, 7});
-  const int op =
-      g.add_op("dw", "causal-conv1d", {x}, {w}, activation(g, "y", 64, 64), {64, 64, 8, 16},
-               {{"kernel", 7}, {"dilation", 1}, {"groups", 64}, {"len", 32}});
+  const int op = g.add_op("dw", "conv1d", {x}, {w}, activation(g, "y", 64, 64), {64, 64, 8, 16},
+                          {{"kernel", 7}, {"dilation", 1}, {"groups", 64}, {"len", 32}});
   g.finalize();
   EXPECT_EQ(reads(g, op, {40, 48, 16, 32}), (std::vector<Box>{{34, 48, 16, 32}}));
   // Rows [32, 40) of the same channels stop at the sequence start.
@@ -86,7 +158,7 @@ TEST(AudioOpKindsTest, DepthwiseConvReadsOnlyItsOwnChannels) {
   EXPECT_EQ(cost.flops, 2 * 8 * 16 * 7);
 }
 
-TEST(AudioOpKindsTest, CausalConvTileCost) {
+TEST(AudioOpKindsTest, CausalConv1dTileCost) {
   const DenseConv c;
   // Tile rows [24, 32) x channels [3, 6) (tile 7): input 12 rows x 4 channels = 96 B; weights of
   // 3 output channels, 3 x 4 x 3 x 2 = 72 B; bias 6 B: 174 B read. Writes 8 x 3 x 2 = 48 B.
@@ -247,7 +319,7 @@ TEST(AudioOpKindsTest, CodebookSumReadsEveryCodebookOfItsRows) {
 }
 
 TEST(AudioOpKindsTest, ChainEdgesStopAtSequenceBoundaries) {
-  // snake-beta -> causal conv (kernel 3, dilation 2: reach 4) -> conv-transpose (stride 2,
+  // snake-beta -> causal conv1d (kernel 3, dilation 2: reach 4) -> conv-transpose (stride 2,
   // kernel 4), 2 sequences of 16 steps, 4 channels, 8-row tiles throughout (one column tile).
   // Conv tiles [0,8) [8,16) [16,24) [24,32) read [0,8) [4,16) [16,24) [20,32): 1 + 2 + 1 + 2 = 6
   // snake tiles. Upsampled steps [0,8) [8,16) [16,24) [24,32) of a sequence read input steps
@@ -259,7 +331,7 @@ TEST(AudioOpKindsTest, ChainEdgesStopAtSequenceBoundaries) {
                              {weight(g, "snake.alpha", {4}), weight(g, "snake.beta", {4})},
                              activation(g, "s", 32, 4), {32, 4, 8, 4});
   const int conv =
-      g.add_op("conv", "causal-conv1d", {g.op(snake).output}, {weight(g, "conv.weight", {4, 4, 3})},
+      g.add_op("conv", "conv1d", {g.op(snake).output}, {weight(g, "conv.weight", {4, 4, 3})},
                activation(g, "c", 32, 4), {32, 4, 8, 4},
                {{"kernel", 3}, {"dilation", 2}, {"groups", 1}, {"len", 16}});
   const int up = g.add_op("up", "conv-transpose1d", {g.op(conv).output},

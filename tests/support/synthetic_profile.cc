@@ -49,6 +49,7 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
   std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
   for (int64_t batch : batches) {
     const model::Scenario sc = model::make_scenario(spec, batch, prompt_len);
+    p.frames = sc.frames;
     simulator::BatchProfile bp;
     bp.batch = batch;
     for (const model::Stage& stage : sc.stages) {

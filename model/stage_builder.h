@@ -1,0 +1,134 @@
+// What the stage builders (decoder.cc, tts.cc) share: a stage graph under construction with
+// its tensor helpers, the tilings, and one Llama/Qwen3-shaped transformer layer. Internal to
+// model/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+#include "model/graph.h"
+#include "model/scenario.h"
+
+namespace megacut::model::build {
+
+// Tile sizes. Rows are tokens (or time steps): a stage with few rows (decode) keeps them in
+// one tile and cuts features finely, so a matrix-vector product spreads its weights over many
+// SMs; a stage with many rows (prefill) uses square tiles that suit tensor cores.
+inline constexpr int64_t kFewRows = 64;
+inline constexpr int64_t kGemvCols = 16;
+inline constexpr int64_t kLmHeadGemvCols = 64;
+inline constexpr int64_t kGemmTileRows = 128;
+inline constexpr int64_t kGemmMaxTileCols = 128;
+inline constexpr int64_t kGemmTargetTiles = 256;
+inline constexpr int64_t kRowOpTargetTiles = 128;
+inline constexpr int64_t kElementwiseCols = 512;
+inline constexpr int64_t kElementwiseMinElements = 8192;
+inline constexpr int64_t kHeadOpMinElements = 4096;
+inline constexpr int64_t kAttentionQueryRows = 64;
+
+inline int64_t row_op_rows(int64_t rows) {
+  return (rows + kRowOpTargetTiles - 1) / kRowOpTargetTiles;
+}
+
+// With many rows, 128-row tiles whose width is the widest of 128, 64, 32, 16 that still gives
+// kGemmTargetTiles tiles: a short prompt at batch 1 has one row tile, and wide tiles would
+// leave most SMs idle.
+inline Tiling linear_tiling(int64_t rows, int64_t cols, bool lm_head) {
+  if (rows <= kFewRows) return {rows, cols, rows, lm_head ? kLmHeadGemvCols : kGemvCols};
+  const int64_t row_tiles = (rows + kGemmTileRows - 1) / kGemmTileRows;
+  int64_t tile_cols = kGemmMaxTileCols;
+  while (tile_cols > kGemvCols &&
+         row_tiles * ((cols + tile_cols - 1) / tile_cols) < kGemmTargetTiles) {
+    tile_cols /= 2;
+  }
+  return {rows, cols, kGemmTileRows, tile_cols};
+}
+
+// Query rows per attention tile: the largest divisor of seq_len up to 64, so no tile spans
+// two sequences.
+inline int64_t attention_rows(int64_t seq_len) {
+  for (int64_t r = std::min(seq_len, kAttentionQueryRows); r > 1; --r) {
+    if (seq_len % r == 0) return r;
+  }
+  return 1;
+}
+
+class StageBuilder {
+ public:
+  StageBuilder(const Stage& stage, int64_t batch)
+      : stage_(stage), batch_(batch), rows_(batch * stage.seq_len), g_(stage.name, batch) {}
+
+  Graph finish() {
+    g_.finalize();
+    return std::move(g_);
+  }
+
+  const Stage& stage() const { return stage_; }
+  int64_t batch() const { return batch_; }
+  int64_t rows() const { return rows_; }  // batch x the stage's rows per sequence
+
+  int weight(const std::string& name, std::vector<int64_t> shape) {
+    return g_.add_tensor({name, TensorRole::weight, DType::bf16, std::move(shape)});
+  }
+  int input(const std::string& name, DType dtype, std::vector<int64_t> shape) {
+    return g_.add_tensor({name, TensorRole::input, dtype, std::move(shape)});
+  }
+  int activation(const std::string& name, int64_t cols) { return activation(name, rows_, cols); }
+  int activation(const std::string& name, int64_t rows, int64_t cols, DType dtype = DType::bf16) {
+    return g_.add_tensor({name, TensorRole::activation, dtype, {rows, cols}});
+  }
+
+  // Row-wise ops over `rows` rows: about kRowOpTargetTiles row blocks, but at least
+  // `min_elements` per tile so a task is worth scheduling.
+  Tiling row_tiling_over(int64_t rows, int64_t cols, int64_t tile_cols,
+                         int64_t min_elements = 0) const {
+    const int64_t tile_rows =
+        std::max(row_op_rows(rows), (min_elements + tile_cols - 1) / tile_cols);
+    return {rows, cols, std::min(tile_rows, rows), tile_cols};
+  }
+  Tiling row_tiling(int64_t cols, int64_t tile_cols, int64_t min_elements = 0) const {
+    return row_tiling_over(rows_, cols, tile_cols, min_elements);
+  }
+  Tiling elementwise_tiling(int64_t rows, int64_t cols) const {
+    return row_tiling_over(rows, cols, std::min(cols, kElementwiseCols), kElementwiseMinElements);
+  }
+  Tiling elementwise_tiling(int64_t cols) const { return elementwise_tiling(rows_, cols); }
+
+  // Adds an op; every op carries the stage's seq_len and past_len.
+  void add(const std::string& name, std::string_view kind, std::vector<int> inputs,
+           std::vector<int> weights, int output, Tiling tiling, Attrs attrs = {}, int layer = -1) {
+    attrs.set("seq_len", double(stage_.seq_len));
+    attrs.set("past_len", double(stage_.past_len));
+    g_.add_op(name, kind, std::move(inputs), std::move(weights), output, tiling, std::move(attrs),
+              layer);
+  }
+
+  // One decoder layer over the stage's rows, ops named `name_prefix` + "layers.N." and
+  // weights `weight_prefix` + "layers.N." with their Hugging Face names:
+  //
+  //   h   = rmsnorm(x)                 qkv = linear(h)  [q, k, v heads fused]
+  //   qk  = qk-norm(qkv)  (Qwen3)      r   = rope(qk or qkv)  [q, k heads]
+  //   kv  = kv-append(r, qkv)          a   = attention(r, kv)  [sliding if window > 0]
+  //   o   = linear(a)                  x1  = residual-add(x, o)
+  //   h2  = rmsnorm(x1)                gu  = linear(h2)  [gate, up fused]
+  //   m   = silu-mul(gu)               d   = linear(m)
+  //   x2  = residual-add(x1, d)
+  //
+  // Returns x2.
+  int decoder_layer(const DecoderConfig& c, const std::string& weight_prefix,
+                    const std::string& name_prefix, int layer, int x, int64_t window = 0);
+
+ private:
+  Attrs rope_attrs(const DecoderConfig& c, Attrs a) const;
+
+  const Stage& stage_;
+  int64_t batch_;
+  int64_t rows_;
+  Graph g_;
+};
+
+}  // namespace megacut::model::build
