@@ -20,6 +20,7 @@ struct ProfileCommandOptions {
   std::string model;
   std::vector<int64_t> batches;
   int64_t prompt_len = model::kDefaultPromptLen;
+  int64_t frames = 0;
   std::string out;
   std::string trace;
   std::string provider = "ours";
@@ -101,6 +102,7 @@ void run(const ProfileCommandOptions& o) {
   options.batches.erase(std::unique(options.batches.begin(), options.batches.end()),
                         options.batches.end());
   options.prompt_len = o.prompt_len;
+  options.frames = o.frames;
   if (o.provider == "cublaslt") {
     options.provider = executor::LinearProvider::cublaslt;
   } else if (o.provider != "ours") {
@@ -171,6 +173,7 @@ void add_profile_command(CLI::App& root) {
       ->delimiter(',');
   cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
+  add_frames_option(cmd, o->frames);
   cmd->add_option("--out,-o", o->out, "Write the profile (megacut.profile/1) here")->required();
   cmd->add_option("--trace", o->trace,
                   "Write the smallest batch's measured iteration as a Chrome trace (Perfetto)");

@@ -19,6 +19,7 @@ struct RunCommandOptions {
   std::string model;
   int64_t batch = 1;
   int64_t prompt_len = model::kDefaultPromptLen;
+  int64_t frames = 0;
   std::string composition = "conv";
   int runs = 50;
   int warmup = 5;
@@ -105,10 +106,10 @@ void run(const RunCommandOptions& o) {
     checkpoint.weights = executor::HostWeights::random(checkpoint.model, o.seed);
   }
   const model::ModelSpec& spec = checkpoint.model;
-  const model::Scenario scenario = model::make_scenario(spec, o.batch, o.prompt_len);
+  const model::Scenario scenario = model::make_scenario(spec, o.batch, o.prompt_len, o.frames);
   std::vector<model::StageShape> shapes;
   for (const model::Stage& s : scenario.stages) {
-    shapes.push_back({s.name, model::build_decoder_stage(spec.decoder, s, o.batch).op_count()});
+    shapes.push_back({s.name, model::build_graph(spec, scenario, s.name).op_count()});
   }
   const planner::PlannedRun planned = read_composition(o.composition, o.batch, shapes);
   if (planned.pdl && !o.pdl) {
@@ -149,10 +150,21 @@ void run(const RunCommandOptions& o) {
       "runs (CUDA events)\n",
       m.pdl ? "on" : "off", m.warmup, o.runs);
   print_region_configs(runner);
-  print_stats("TTFO", m.ttfo);
-  print_stats("decode step", m.decode_step);
-  std::printf("throughput   %.1f tokens/s (batch %lld / decode step p50)\n", m.tokens_per_s,
-              static_cast<long long>(o.batch));
+  if (scenario.frames > 0) {
+    std::printf(
+        "TTS pipeline: a chunk of %lld frames; TTFA runs %zu stage graphs back to back, a "
+        "streaming step %zu\n",
+        static_cast<long long>(scenario.frames),
+        model::stage_sequence(scenario, model::Sequence::first_output).size(),
+        model::stage_sequence(scenario, model::Sequence::step).size());
+    print_stats("TTFA", m.ttfo);
+    print_stats("step", m.decode_step);
+  } else {
+    print_stats("TTFO", m.ttfo);
+    print_stats("decode step", m.decode_step);
+  }
+  std::printf("throughput   %.2f %s/s (batch x outputs per step / step p50)\n", m.outputs_per_s,
+              m.output_unit.c_str());
   if (!o.json_path.empty()) {
     write_text_file(o.json_path, m.to_json().dump(2) + "\n");
   }
@@ -170,6 +182,7 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--batch,-b", o->batch, "Batch size")->capture_default_str();
   cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
+  add_frames_option(cmd, o->frames);
   cmd->add_option("--composition,-c", o->composition,
                   "Composition to run: text, plan.json (this batch's) or a composition .json")
       ->capture_default_str();

@@ -40,6 +40,7 @@ struct ValidateCommandOptions {
   std::string batches;
   std::string profile;
   int64_t prompt_len = 0;  // 0: the profile's, or model::kDefaultPromptLen when profiling
+  int64_t frames = 0;      // TTS: 0: the profile's, or model::kDefaultFrames when profiling
   int top_k = 5;
   int random = 5;
   int runs = 50;
@@ -106,6 +107,7 @@ simulator::Profile profile_model(const ValidateCommandOptions& o,
   options.model = o.model;
   options.batches = batches;
   options.prompt_len = o.prompt_len > 0 ? o.prompt_len : model::kDefaultPromptLen;
+  options.frames = o.frames;
   options.seed = o.seed;
   options.out = out;
   size_t done = 0;
@@ -300,6 +302,10 @@ void run(const ValidateCommandOptions& o) {
                   std::to_string(profile.prompt_len) + " tokens, not " +
                   std::to_string(o.prompt_len));
     }
+    if (o.frames > 0 && o.frames != profile.frames) {
+      throw Error("--frames: " + o.profile + " was measured with chunks of " +
+                  std::to_string(profile.frames) + " frames, not " + std::to_string(o.frames));
+    }
     for (int64_t b : batches) {
       if (profile.batch(b) == nullptr) {
         const std::string measured = model::comma_list(profile.batch_sizes());
@@ -387,8 +393,9 @@ void run(const ValidateCommandOptions& o) {
         planner::validation_candidates(plan.batch(batch), shapes, random, /*with_pdl=*/true));
     t.line(printf_string("batch %lld: %zu candidates", static_cast<long long>(batch),
                          b.candidates.size()));
-    measure_batch(spec, model::make_scenario(spec, batch, profile.prompt_len), weights, run_options,
-                  shapes, v.profile, device, b.candidates, Sweep{i, batches.size(), start}, t);
+    measure_batch(spec, model::make_scenario(spec, batch, profile.prompt_len, profile.frames),
+                  weights, run_options, shapes, v.profile, device, b.candidates,
+                  Sweep{i, batches.size(), start}, t);
     b.metrics = planner::score_batch(b.candidates);
     for (const planner::CandidateResult& c : b.candidates) unmeasured += !c.measured;
     v.batches.push_back(std::move(b));
@@ -426,6 +433,7 @@ void add_validate_command(CLI::App& root) {
                   "profile.json of this model (default: profile it first, into OUT/profile.json)");
   cmd->add_option("--prompt-len,-p", o->prompt_len,
                   "Prompt length in tokens when profiling (default: 128; with --profile, its own)");
+  add_frames_option(cmd, o->frames);
   cmd->add_option("--candidates,-k", o->top_k, "The planner's top K compositions to measure")
       ->capture_default_str();
   cmd->add_option("--random", o->random, "Random compositions to measure per batch")

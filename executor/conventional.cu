@@ -93,6 +93,13 @@ void raise_linear() {
   raise_linear_width<OutT, 128>();
 }
 
+template <bool kTranspose>
+void raise_conv() {
+  using namespace tiles;
+  raise_all<ConvMmaTile<16, kTranspose>, ConvMmaTile<32, kTranspose>, ConvMmaTile<64, kTranspose>,
+            ConvMmaTile<128, kTranspose>>();
+}
+
 }  // namespace
 
 std::string_view provider_name(LinearProvider provider) {
@@ -105,6 +112,8 @@ void prepare_kernels() {
     raise_linear<tiles::bf16>();
     raise_linear<float>();
     raise_all<tiles::AttentionPrefillTile<64>, tiles::AttentionPrefillTile<128>>();
+    raise_conv<false>();
+    raise_conv<true>();
   });
 }
 
@@ -112,7 +121,8 @@ void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStre
                LinearProvider provider, KernelContext* context, bool pdl) {
   const Op& o = graph.op(op);
   const bool lm_head = o.kind->name() == "lm-head";
-  // cuBLASLt takes any tiling; our bodies need theirs.
+  // cuBLASLt takes any tiling; our bodies need theirs. step-head always runs our body: its head
+  // is chosen by a step that only the device holds.
   if (provider == LinearProvider::cublaslt && (lm_head || o.kind->name() == "linear")) {
     if (context == nullptr) {
       throw Error("op " + o.name + ": the cuBLASLt provider needs a KernelContext");

@@ -33,9 +33,9 @@ namespace fs = std::filesystem;
 constexpr std::array kRuntimeHeaders = {"executor/counters.cuh", "executor/grid_dependency.cuh",
                                         "executor/megakernel_abi.cuh"};
 
-constexpr std::array kBodyHeaders = {"argmax",  "attention", "embedding", "kv_append",
-                                     "linear",  "lm_head",   "qk_norm",   "residual_add",
-                                     "rmsnorm", "rope",      "silu_mul"};
+constexpr std::array kBodyHeaders = {
+    "argmax", "attention", "audio_elementwise", "codebook_sum", "conv",    "embedding", "kv_append",
+    "linear", "lm_head",   "qk_norm",           "residual_add", "rmsnorm", "rope",      "silu_mul"};
 
 // NVRTC has no C++ standard library: counters.cuh's <cstdint> comes from here.
 constexpr const char* kCstdintName = "cstdint";

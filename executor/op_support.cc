@@ -1,6 +1,8 @@
 #include "executor/op_support.h"
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "model/error.h"
 
@@ -58,20 +60,188 @@ std::string first_failure(std::initializer_list<std::string> checks) {
   return {};
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + str(shape[i]);
+  return text + ")";
+}
+
+std::string check_shape(const Tensor& t, const std::vector<int64_t>& want) {
+  if (t.shape == want) return {};
+  return "'" + t.name + "' has shape " + shape_text(t.shape) + ", expected " + shape_text(want);
+}
+
+std::string check_positive(const char* what, int64_t value) {
+  if (value > 0) return {};
+  return what + std::string(" = ") + str(value) + " is not positive";
+}
+
+int64_t rows_of(const Graph& g, int tensor) {
+  const Tensor& t = g.tensor(tensor);
+  return t.shape.empty() || t.shape.back() == 0 ? 0 : t.elements() / t.shape.back();
+}
+
+// conv1d and conv-transpose1d: the attrs, the weights in the checkpoint's layout and the rows
+// the attrs imply. Any tiling: the direct body takes what the tensor-core one does not.
+std::string why_not_conv(const Graph& g, const Op& op) {
+  const bool transpose = op.kind->name() == "conv-transpose1d";
+  const int64_t in = cols_of(g, op.inputs[0]), out = cols_of(g, op.output);
+  const int64_t in_rows = rows_of(g, op.inputs[0]);
+  const int64_t kernel = op.attrs.i("kernel"), len = op.attrs.i("len");
+  if (std::string e = first_failure({check_dtypes(g, op, {DType::bf16}, DType::bf16),
+                                     check_positive("kernel", kernel), check_positive("len", len),
+                                     check_multiple("input rows", in_rows, len)});
+      !e.empty()) {
+    return e;
+  }
+  if (op.weights.empty() || op.weights.size() > 2) {
+    return "has " + str(static_cast<int64_t>(op.weights.size())) +
+           " weights, expected the kernel and an optional bias";
+  }
+  if (op.tiling.cols != out) {
+    return "tiling has " + str(op.tiling.cols) + " columns, the output " + str(out);
+  }
+  std::vector<int64_t> weight_shape;
+  int64_t out_rows = in_rows;
+  if (transpose) {
+    const int64_t stride = op.attrs.i("stride");
+    if (std::string e = check_positive("stride", stride); !e.empty()) return e;
+    if (kernel < stride) return "kernel = " + str(kernel) + " is less than stride = " + str(stride);
+    weight_shape = {in, out, kernel};
+    out_rows = in_rows * stride;
+  } else {
+    const int64_t dilation = op.attrs.i("dilation"), groups = op.attrs.i("groups");
+    const int64_t lookahead = op.attrs.has("lookahead") ? op.attrs.i("lookahead") : 0;
+    if (std::string e =
+            first_failure({check_positive("dilation", dilation), check_positive("groups", groups)});
+        !e.empty()) {
+      return e;
+    }
+    if (in % groups != 0 || out % groups != 0) {
+      return "groups = " + str(groups) + " does not divide in_channels = " + str(in) +
+             " and out_channels = " + str(out);
+    }
+    if (lookahead < 0 || lookahead > (kernel - 1) * dilation) {
+      return "lookahead = " + str(lookahead) +
+             " is outside [0, (kernel - 1) * dilation = " + str((kernel - 1) * dilation) + "]";
+    }
+    weight_shape = {out, in / groups, kernel};
+  }
+  if (op.tiling.rows != out_rows) {
+    return "tiling has " + str(op.tiling.rows) + " rows, the input's " + str(in_rows) +
+           " rows make " + str(out_rows);
+  }
+  return first_failure(
+      {check_shape(g.tensor(op.weights[0]), weight_shape),
+       op.weights.size() > 1 ? check_shape(g.tensor(op.weights[1]), {out}) : std::string()});
+}
+
+bool is_audio_elementwise(std::string_view kind) {
+  return kind == "snake-beta" || kind == "leaky-relu" || kind == "tanh" || kind == "gelu" ||
+         kind == "add-scaled";
+}
+
+// snake-beta, leaky-relu, tanh, gelu, add-scaled: any width (the bodies fall back to one element at
+// a time where rows are not whole 8-channel chunks).
+std::string why_not_elementwise(const Graph& g, const Op& op) {
+  const std::string_view kind = op.kind->name();
+  const bool two = kind == "add-scaled";
+  if (std::string e = two ? check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16)
+                          : check_dtypes(g, op, {DType::bf16}, DType::bf16);
+      !e.empty()) {
+    return e;
+  }
+  for (int input : op.inputs) {
+    if (g.tensor(input).shape != g.tensor(op.output).shape) {
+      return "input '" + g.tensor(input).name + "' has shape " + shape_text(g.tensor(input).shape) +
+             ", the output " + shape_text(g.tensor(op.output).shape);
+    }
+  }
+  if (op.tiling.cols != cols_of(g, op.output)) {
+    return "tiling has " + str(op.tiling.cols) + " columns, the output " +
+           str(cols_of(g, op.output));
+  }
+  if (kind == "snake-beta") {
+    if (op.weights.size() != 2) {
+      return "has " + str(static_cast<int64_t>(op.weights.size())) +
+             " weights, expected alpha_log and beta_log";
+    }
+    return first_failure({check_shape(g.tensor(op.weights[0]), {op.tiling.cols}),
+                          check_shape(g.tensor(op.weights[1]), {op.tiling.cols})});
+  }
+  if (kind == "leaky-relu" && !op.attrs.has("slope")) return "attr slope is missing";
+  if (kind == "add-scaled" && !op.attrs.has("scale")) return "attr scale is missing";
+  return {};
+}
+
+std::string why_not_codebook_sum(const Graph& g, const Op& op) {
+  const Tensor& codes = g.tensor(op.inputs[0]);
+  if (op.weights.size() != 1) {
+    return "has " + str(static_cast<int64_t>(op.weights.size())) +
+           " weights, expected the stacked tables";
+  }
+  const Tensor& tables = g.tensor(op.weights[0]);
+  if (codes.shape.size() != 2 || codes.shape[0] != op.tiling.rows) {
+    return "codes '" + codes.name + "' have shape " + shape_text(codes.shape) + ", expected (" +
+           str(op.tiling.rows) + ", codebooks)";
+  }
+  const int64_t codebooks = codes.shape[1];
+  if (tables.shape.size() != 2 || codebooks <= 0 || tables.shape[0] % codebooks != 0 ||
+      tables.shape[1] != op.tiling.cols) {
+    return "tables '" + tables.name + "' have shape " + shape_text(tables.shape) + ", expected (" +
+           str(codebooks) + " * entries, " + str(op.tiling.cols) + ")";
+  }
+  return check_dtypes(g, op, {DType::i32}, DType::bf16);
+}
+
+// step-embedding and step-head: the step is one value, the weights whole steps of entries rows
+// as wide as the output (tables) or the input (heads), and a head writes entries logits.
+std::string why_not_step(const Graph& g, const Op& op) {
+  const bool head = op.kind->name() == "step-head";
+  if (op.inputs.size() != 2) {
+    return "has " + str(static_cast<int64_t>(op.inputs.size())) +
+           " inputs, expected two (the step second)";
+  }
+  const Tensor& step = g.tensor(op.inputs[1]);
+  if (step.elements() != 1) {
+    return "step '" + step.name + "' has shape " + shape_text(step.shape) + ", expected one value";
+  }
+  if (op.weights.size() != 1) {
+    return "has " + str(static_cast<int64_t>(op.weights.size())) +
+           " weights, expected the stacked " + (head ? "heads" : "tables");
+  }
+  const Tensor& w = g.tensor(op.weights[0]);
+  const int64_t entries = step_entries(g, op);
+  const int64_t width = cols_of(g, head ? op.inputs[0] : op.output);
+  if (entries <= 0 || w.shape.size() != 2 || w.shape[0] == 0 || w.shape[0] % entries != 0 ||
+      w.shape[1] != width) {
+    return "'" + w.name + "' has shape " + shape_text(w.shape) + ", expected (steps * " +
+           str(entries) + ", " + str(width) + ")";
+  }
+  if (head && cols_of(g, op.output) != entries) {
+    return "output has " + str(cols_of(g, op.output)) + " columns, entries = " + str(entries);
+  }
+  return {};
+}
+
 std::string why_not(const Graph& g, const Op& op) {
   const std::string_view kind = op.kind->name();
   const model::Tiling& t = op.tiling;
-  if (kind == "embedding") {
-    return first_failure({check_dtypes(g, op, {DType::i32}, DType::bf16),
-                          check_multiple("hidden", t.cols, 8),
-                          check_multiple("tile_cols", t.tile_cols, 8)});
+  if (kind == "step-embedding" || kind == "step-head") {
+    if (std::string e = why_not_step(g, op); !e.empty()) return e;
+  }
+  if (kind == "embedding" || kind == "step-embedding") {
+    return first_failure(
+        {kind == "embedding" ? check_dtypes(g, op, {DType::i32}, DType::bf16)
+                             : check_dtypes(g, op, {DType::i32, DType::i32}, DType::bf16),
+         check_multiple("hidden", t.cols, 8), check_multiple("tile_cols", t.tile_cols, 8)});
   }
   if (kind == "rmsnorm") {
     if (t.tile_cols != t.cols) return "tile_cols = " + str(t.tile_cols) + " must be all columns";
     return first_failure(
         {check_dtypes(g, op, {DType::bf16}, DType::bf16), check_multiple("cols", t.cols, 8)});
   }
-  if (kind == "linear" || kind == "lm-head") {
+  if (kind == "linear" || kind == "lm-head" || kind == "step-head") {
     const DType out = kind == "linear" ? DType::bf16 : DType::f32;
     if (!is_pow2_width(t.tile_cols)) {
       return "tile_cols = " + str(t.tile_cols) + " is none of 16, 32, 64, 128";
@@ -83,7 +253,8 @@ std::string why_not(const Graph& g, const Op& op) {
       return "input features differ from the weights' " +
              str(g.tensor(op.weights.at(0)).shape.back());
     }
-    return first_failure({check_dtypes(g, op, {DType::bf16}, out),
+    return first_failure({kind == "step-head" ? check_dtypes(g, op, {DType::bf16, DType::i32}, out)
+                                              : check_dtypes(g, op, {DType::bf16}, out),
                           check_multiple("k", cols_of(g, op.inputs[0]), 8)});
   }
   if (kind == "qk-norm") {
@@ -137,10 +308,17 @@ std::string why_not(const Graph& g, const Op& op) {
     if (t.cols != 1) return "cols = " + str(t.cols) + ", argmax writes one index per row";
     return check_dtypes(g, op, {DType::f32}, DType::i32);
   }
+  if (kind == "conv1d" || kind == "conv-transpose1d") return why_not_conv(g, op);
+  if (is_audio_elementwise(kind)) return why_not_elementwise(g, op);
+  if (kind == "codebook-sum") return why_not_codebook_sum(g, op);
   return "no tile body for op kind '" + std::string(kind) + "'";
 }
 
 }  // namespace
+
+int64_t step_entries(const Graph& graph, const Op& op) {
+  return op.attrs.has("entries") ? op.attrs.i("entries") : cols_of(graph, op.output);
+}
 
 Support can_implement(const Graph& graph, int op) {
   const Op& o = graph.op(op);
@@ -167,12 +345,40 @@ AttentionShape attention_shape(const Op& op) {
   return s;
 }
 
+ConvShape conv_shape(const Graph& graph, const Op& op) {
+  const model::Tiling& t = op.tiling;
+  const bool transpose = op.kind->name() == "conv-transpose1d";
+  const int64_t in = cols_of(graph, op.inputs[0]), kernel = op.attrs.i("kernel");
+  const int64_t stride = transpose ? op.attrs.i("stride") : 1;
+  ConvShape s;
+  if (!transpose && op.attrs.i("groups") != 1) return s;
+  if (in % 8 != 0 || !is_pow2_width(t.tile_cols) || t.tile_rows > 128) return s;
+  // conv-transpose1d: each phase's rows, ceil(tile_rows / stride), padded to whole m16 blocks,
+  // stride blocks of them in the 128 GEMM rows.
+  const int64_t phase_rows = ((t.tile_rows + stride - 1) / stride + 15) / 16 * 16;
+  if (transpose && stride * phase_rows > 128) return s;
+  // ConvMmaTile::smem_bytes: the input window's rows, then kernel taps of tile_cols rows, each
+  // tap 16 bytes apart; rows of chunk bf16 and 16 bytes.
+  const int64_t window = transpose ? (t.tile_rows + stride - 1) / stride + 1 + (kernel - 1) / stride
+                                   : 128 + (kernel - 1) * op.attrs.i("dilation");
+  for (int chunk : {64, 32, 16}) {
+    const int64_t row_bytes = 2 * chunk + 16;
+    if (window * row_bytes + kernel * (t.tile_cols * row_bytes + 16) <= kConvMmaSmemBytes) {
+      s.mma = true;
+      s.cols = static_cast<int>(t.tile_cols);
+      s.chunk = chunk;
+      return s;
+    }
+  }
+  return s;
+}
+
 std::string tile_body_name(const Graph& graph, int op) {
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
   const Op& o = graph.op(op);
   const std::string_view kind = o.kind->name();
   const std::string ns = "megacut::tiles::";
-  if (kind == "linear" || kind == "lm-head") {
+  if (kind == "linear" || kind == "lm-head" || kind == "step-head") {
     const LinearShape s = linear_shape(o);
     const std::string out = kind == "linear" ? "__nv_bfloat16" : "float";
     if (s.mma) return ns + "LinearMmaTile<" + str(s.cols) + ", " + out + ">";
@@ -185,13 +391,24 @@ std::string tile_body_name(const Graph& graph, int op) {
     }
     return ns + "AttentionPrefillTile<" + str(s.head_dim) + ">";
   }
-  if (kind == "embedding") return ns + "EmbeddingTile";
+  if (kind == "embedding" || kind == "step-embedding") return ns + "EmbeddingTile";
   if (kind == "rmsnorm") return ns + "RmsNormTile";
   if (kind == "qk-norm") return ns + "QkNormTile";
   if (kind == "rope") return ns + "RopeTile";
   if (kind == "kv-append") return ns + "KvAppendTile";
   if (kind == "silu-mul") return ns + "SiluMulTile";
   if (kind == "residual-add") return ns + "ResidualAddTile";
+  if (kind == "conv1d" || kind == "conv-transpose1d") {
+    const ConvShape s = conv_shape(graph, o);
+    const std::string name = kind == "conv1d" ? "Conv1d" : "ConvTranspose1d";
+    return s.mma ? ns + name + "MmaTile<" + str(s.cols) + ">" : ns + name + "Tile";
+  }
+  if (kind == "codebook-sum") return ns + "CodebookSumTile";
+  if (kind == "snake-beta") return ns + "SnakeBetaTile";
+  if (kind == "leaky-relu") return ns + "LeakyReluTile";
+  if (kind == "tanh") return ns + "TanhTile";
+  if (kind == "gelu") return ns + "GeluTile";
+  if (kind == "add-scaled") return ns + "AddScaledTile";
   return ns + "ArgmaxTile";
 }
 

@@ -19,7 +19,11 @@ struct Support {
 // Whether the tile bodies implement op `op` of `graph` (kind, dtypes, shapes, tiling).
 Support can_implement(const model::Graph& graph, int op);
 
-// Which body instantiation runs a linear or lm-head op.
+// Rows of one step of a step-embedding's tables or a step-head's heads (stacked along rows,
+// input 1 the step): the attr "entries" where the op has it, else the output's columns.
+int64_t step_entries(const model::Graph& graph, const model::Op& op);
+
+// Which body instantiation runs a linear, lm-head or step-head op.
 struct LinearShape {
   bool mma = false;  // tensor-core GEMM (tile_rows == 128), else the few-rows body
   int cols = 0;      // tile width: 16, 32, 64 or 128
@@ -34,6 +38,21 @@ struct AttentionShape {
   int max_group = 0;  // decode: query heads handled at once (1, 2, 4 or 8)
 };
 AttentionShape attention_shape(const model::Op& op);
+
+// Which body runs a conv1d or conv-transpose1d op: the tensor-core implicit GEMM
+// (tiles/conv_mma.cuh) where it takes the shape (dense; in_channels a multiple of 8; tile_cols
+// 16, 32, 64 or 128; tile_rows at most 128, and for conv-transpose1d stride * ceil(tile_rows /
+// stride) rounded up to 16 rows per phase at most 128; its staging for some chunk within
+// kConvMmaSmemBytes), else the direct body.
+struct ConvShape {
+  bool mma = false;
+  int cols = 0;   // mma: tile width
+  int chunk = 0;  // mma: input channels staged per step, the largest of 64, 32, 16 that fits
+};
+ConvShape conv_shape(const model::Graph& graph, const model::Op& op);
+
+// Shared memory the tensor-core conv body may stage into: two CTAs fit an SM of 228 KB.
+inline constexpr int kConvMmaSmemBytes = 112 * 1024;
 
 // The C++ type of the tile body that runs op `op`, e.g. "megacut::tiles::LinearMmaTile<64,
 // float>": what a megakernel region instantiates. Throws megacut::Error where can_implement

@@ -7,7 +7,9 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
+#include "executor/bf16.h"
 #include "executor/cuda_check.h"
 #include "executor/stage_launcher.h"
 #include "model/decoder.h"
@@ -26,14 +28,39 @@ std::string gigabytes(int64_t bytes) {
   return text;
 }
 
-// Buffers are shared between stages by name: KV caches (state) and the token loop (the prefill's
-// argmax output is the decode's input, and each decode step reads and rewrites it).
+// Buffers are shared between stages by name: KV caches (state), the token loop (the prefill's
+// argmax output is the next stage's input, and each decode or code predictor step reads and
+// rewrites it) and a TTS talker's frame loop (its prefill's frame is the decode step's input).
 std::string buffer_key(const model::Graph& graph, const model::Tensor& tensor) {
   if (tensor.role == model::TensorRole::state) return tensor.name;
   if (tensor.name == "next_token" || (graph.stage() != "prefill" && tensor.name == "token_ids")) {
     return "tokens";
   }
+  if (tensor.name == "frame" || tensor.name == "prev_frame") return "frame";
   return graph.stage() + "/" + tensor.name;
+}
+
+// What a stage input no stage writes holds: ids below the table its op looks them up in, a
+// code predictor's step (0: its first table and head), or values of about unit size.
+struct InputFill {
+  bool ids = false;
+  int64_t bound = 0;  // ids in [0, bound)
+};
+
+InputFill input_fill(const model::Graph& graph, int tensor) {
+  const model::Tensor& t = graph.tensor(tensor);
+  if (t.dtype == model::DType::bf16) return {};
+  for (const model::Op& op : graph.ops()) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] != tensor) continue;
+      const std::string_view kind = op.kind->name();
+      if (kind == "embedding") return {true, graph.tensor(op.weights[0]).shape[0]};
+      if (kind == "codebook-sum" || kind == "step-embedding" || kind == "step-head") {
+        return {true, i == 0 && kind != "step-head" ? op.attrs.i("entries") : 1};
+      }
+    }
+  }
+  throw Error("stage " + graph.stage() + ": no op says what input " + t.name + " holds");
 }
 
 class DeviceArena {
@@ -110,22 +137,26 @@ nlohmann::json cost_json(const model::TileCost& cost) {
 }  // namespace
 
 nlohmann::json Measurement::to_json() const {
-  return {{"schema", "megacut.measurement/1"},
-          {"model", model},
-          {"batch", batch},
-          {"prompt_len", prompt_len},
-          {"composition", composition},
-          {"provider", provider},
-          {"pdl", pdl},
-          {"device", device},
-          {"warmup_runs", warmup},
-          {"ttfo", model::stats_to_json(ttfo)},
-          {"decode_step", model::stats_to_json(decode_step)},
-          {"tokens_per_s", tokens_per_s},
-          {"weight_bytes", weight_bytes},
-          {"prefill_cost", cost_json(prefill_cost)},
-          {"decode_cost", cost_json(decode_cost)},
-          {"copy_bytes_per_s", copy_bytes_per_s}};
+  nlohmann::json doc = {{"schema", "megacut.measurement/1"},
+                        {"model", model},
+                        {"batch", batch},
+                        {"prompt_len", prompt_len},
+                        {"composition", composition},
+                        {"provider", provider},
+                        {"pdl", pdl},
+                        {"device", device},
+                        {"warmup_runs", warmup},
+                        {"ttfo", model::stats_to_json(ttfo)},
+                        {"decode_step", model::stats_to_json(decode_step)},
+                        {"outputs_per_s", outputs_per_s},
+                        {"output_unit", output_unit},
+                        {"weight_bytes", weight_bytes},
+                        {"prefill_cost", cost_json(prefill_cost)},
+                        {"decode_cost", cost_json(decode_cost)},
+                        {"copy_bytes_per_s", copy_bytes_per_s}};
+  if (frames > 0) doc["frames"] = frames;
+  if (output_unit == "tokens") doc["tokens_per_s"] = outputs_per_s;
+  return doc;
 }
 
 double measure_copy_bandwidth(int64_t bytes) {
@@ -175,11 +206,13 @@ struct ScenarioRunner::Impl {
   Impl(const model::ModelSpec& m, const model::Scenario& s, const HostWeights& host, RunOptions o)
       : model(m), scenario(s), options(o) {
     for (const model::Stage& stage : scenario.stages) {
-      stages.push_back(std::make_unique<Stage>(
-          model::build_decoder_stage(model.decoder, stage, scenario.batch)));
+      stages.push_back(std::make_unique<Stage>(model::build_graph(model, scenario, stage.name)));
     }
     for (const auto& stage : stages) host.check(stage->graph);
     kv_capacity = scenario.prompt_len + std::max(1, options.decode_steps);
+    for (const model::Stage& stage : scenario.stages) {
+      kv_capacity = std::max(kv_capacity, stage.past_len + stage.seq_len);
+    }
     if (kv_capacity > model.decoder.max_position) {
       throw Error("prompt of " + std::to_string(scenario.prompt_len) + " tokens plus " +
                   std::to_string(options.decode_steps) + " decode steps exceeds " +
@@ -247,14 +280,47 @@ struct ScenarioRunner::Impl {
     if (options.provider == LinearProvider::cublaslt) context = std::make_unique<KernelContext>();
     prepare_kernels();
 
-    // The prompt: random token ids, the same for every run.
+    fill_inputs();
+  }
+
+  // The stage inputs no stage writes (the prompt; a TTS pipeline's frame codes and acoustic
+  // frames; a code predictor's step): random, the same for every run.
+  void fill_inputs() {
+    std::set<std::string> written;
+    for (const auto& stage : stages) {
+      for (const model::Op& op : stage->graph.ops()) {
+        written.insert(buffer_key(stage->graph, stage->graph.tensor(op.output)));
+      }
+    }
     std::mt19937_64 rng(options.token_seed);
-    std::uniform_int_distribution<int32_t> token(
-        0, static_cast<int32_t>(model.decoder.vocab_size) - 1);
-    prompt.resize(static_cast<size_t>(scenario.batch * scenario.prompt_len));
-    for (int32_t& t : prompt) t = token(rng);
-    CUDA_CHECK(cudaMemcpy(buffers.at("prefill/token_ids"), prompt.data(),
-                          prompt.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    std::set<std::string> filled;
+    for (const auto& stage : stages) {
+      const model::Graph& g = stage->graph;
+      for (size_t id = 0; id < g.tensors().size(); ++id) {
+        const model::Tensor& t = g.tensors()[id];
+        const std::string key = buffer_key(g, t);
+        if (t.role != model::TensorRole::input || written.contains(key) ||
+            !filled.insert(key).second) {
+          continue;
+        }
+        const InputFill fill = input_fill(g, static_cast<int>(id));
+        const auto count = static_cast<size_t>(t.elements());
+        if (fill.ids) {
+          std::uniform_int_distribution<int32_t> draw(0, static_cast<int32_t>(fill.bound) - 1);
+          std::vector<int32_t> values(count);
+          for (int32_t& v : values) v = draw(rng);
+          if (key == "prefill/token_ids") prompt = values;
+          CUDA_CHECK(cudaMemcpy(buffers.at(key), values.data(), count * sizeof(int32_t),
+                                cudaMemcpyHostToDevice));
+        } else {
+          std::normal_distribution<float> draw(0.0f, 1.0f);
+          std::vector<uint16_t> values(count);
+          for (uint16_t& v : values) v = float_to_bf16(draw(rng));
+          CUDA_CHECK(cudaMemcpy(buffers.at(key), values.data(), count * sizeof(uint16_t),
+                                cudaMemcpyHostToDevice));
+        }
+      }
+    }
   }
 
   ~Impl() {
@@ -325,15 +391,27 @@ struct ScenarioRunner::Impl {
   }
 
   // One replay of `stage`'s graph, timed alone with CUDA events.
-  double time_replay(Stage& stage) {
+  double time_replay(Stage& stage) { return time_replays({&stage}); }
+
+  // Replays of the stages' graphs one after another, launched back to back and timed together
+  // with CUDA events.
+  double time_replays(const std::vector<Stage*>& sequence) {
     CUDA_CHECK(cudaEventRecord(start, stream));
-    stage.cuda_graph.replay(stream);
+    for (Stage* s : sequence) s->cuda_graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(stop, stream));
     CUDA_CHECK(cudaEventSynchronize(stop));
-    check(stage);
+    for (Stage* s : std::set<Stage*>(sequence.begin(), sequence.end())) check(*s);
     float elapsed_ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&elapsed_ms, start, stop));
     return elapsed_ms;
+  }
+
+  std::vector<Stage*> sequence(model::Sequence which) {
+    std::vector<Stage*> order;
+    for (const std::string& name : model::stage_sequence(scenario, which)) {
+      order.push_back(&stage(name));
+    }
+    return order;
   }
 };
 
@@ -349,35 +427,39 @@ int64_t ScenarioRunner::device_bytes() const {
 
 Measurement ScenarioRunner::measure() {
   Impl& m = *impl_;
-  Stage& prefill = m.stage("prefill");
-  Stage& decode = m.stage("decode");
-  for (Stage* s : {&prefill, &decode}) m.capture(*s);
-  // Prefill and decode replays alternate, as in serving: each decode step starts from the cache
-  // and token the prefill before it left.
-  std::vector<double> ttfo_ms, decode_ms;
+  const std::vector<Stage*> first = m.sequence(model::Sequence::first_output);
+  const std::vector<Stage*> step = m.sequence(model::Sequence::step);
+  for (auto& s : m.stages) m.capture(*s);
+  // The first output's stages and a steady-state step alternate, as in serving: each step
+  // starts from the caches and token the first output left. (An LLM: one prefill replay, then
+  // one decode step; a TTS pipeline: every stage run of the first chunk, then of the next.)
+  std::vector<double> ttfo_ms, step_ms;
   for (int i = 0; i < m.options.warmup + m.options.runs; ++i) {
     const bool timed = i >= m.options.warmup;
-    const double prefill_ms = m.time_replay(prefill);
-    const double step_ms = m.time_replay(decode);
+    const double first_ms = m.time_replays(first);
+    const double next_ms = m.time_replays(step);
     if (timed) {
-      ttfo_ms.push_back(prefill_ms);
-      decode_ms.push_back(step_ms);
+      ttfo_ms.push_back(first_ms);
+      step_ms.push_back(next_ms);
     }
   }
   Measurement r;
   r.model = m.model.name;
   r.batch = m.scenario.batch;
   r.prompt_len = m.scenario.prompt_len;
+  r.frames = m.scenario.frames;
   r.provider = std::string(provider_name(m.options.provider));
   r.pdl = m.options.pdl;
   r.device = m.device_name;
   r.warmup = m.options.warmup;
   r.ttfo = model::compute_stats(ttfo_ms, "ms");
-  r.decode_step = model::compute_stats(decode_ms, "ms");
-  r.tokens_per_s = static_cast<double>(m.scenario.batch) / (r.decode_step.p50 / 1e3);
+  r.decode_step = model::compute_stats(step_ms, "ms");
+  r.outputs_per_s = static_cast<double>(m.scenario.batch) * m.scenario.outputs_per_step /
+                    (r.decode_step.p50 / 1e3);
+  r.output_unit = m.scenario.output_unit;
   r.weight_bytes = m.weight_plan.arena_bytes;
-  r.prefill_cost = prefill.graph.total_cost();
-  r.decode_cost = decode.graph.total_cost();
+  r.prefill_cost = m.stage("prefill").graph.total_cost();
+  r.decode_cost = m.stage("decode").graph.total_cost();
   r.copy_bytes_per_s = measure_copy_bandwidth();
   return r;
 }
@@ -427,15 +509,18 @@ void ScenarioRunner::set_composition(model::Composition composition) {
   // Poisoned again, as when made: a region that fails to write a tensor shows up as NaN instead
   // of passing on what the previous composition left there.
   CUDA_CHECK(cudaMemset(m.activations.data(), 0xff, static_cast<size_t>(m.activations.bytes())));
-  CUDA_CHECK(cudaMemcpy(m.buffers.at("prefill/token_ids"), m.prompt.data(),
-                        m.prompt.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  m.fill_inputs();
 }
 
 std::vector<float> ScenarioRunner::stage_logits(int stage) {
   Impl& m = *impl_;
   const model::Graph& g = m.stage(stage).graph;
-  return m.download<float>(g.stage() + "/logits",
-                           static_cast<size_t>(m.scenario.batch * m.model.decoder.vocab_size));
+  for (const model::Tensor& t : g.tensors()) {
+    if (t.name == "logits") {
+      return m.download<float>(buffer_key(g, t), static_cast<size_t>(t.elements()));
+    }
+  }
+  throw Error("stage " + g.stage() + " has no logits");
 }
 
 std::vector<RegionConfig> ScenarioRunner::region_configs(int stage) const {
@@ -447,6 +532,7 @@ void ScenarioRunner::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->str
 
 void ScenarioRunner::generate(int steps) {
   Impl& m = *impl_;
+  if (m.model.tts) throw Error("generate: greedy generation is for LLMs, not " + m.model.name);
   if (m.scenario.prompt_len + steps > m.kv_capacity) {
     throw Error("generate: " + std::to_string(steps) + " steps need a KV cache for " +
                 std::to_string(m.scenario.prompt_len + steps) +

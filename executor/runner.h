@@ -40,14 +40,20 @@ struct Measurement {
   std::string model;
   int64_t batch = 0;
   int64_t prompt_len = 0;
+  int64_t frames = 0;  // TTS: frames of the first audio chunk
   std::string composition;
   std::string provider;
   bool pdl = false;  // RunOptions::pdl
   std::string device;
   int warmup = 0;
-  model::LatencyStats ttfo;         // ms: prefill through the first token
-  model::LatencyStats decode_step;  // ms
-  double tokens_per_s = 0;          // batch / decode step p50
+  // ms: prefill through the first token; a TTS pipeline's every stage run through the first
+  // audio chunk (time to first audio), replays launched back to back.
+  model::LatencyStats ttfo;
+  // ms: a decode step; a TTS pipeline's streaming step (every stage run of the next chunk).
+  model::LatencyStats decode_step;
+  // batch x the scenario's outputs per step / decode step p50: tokens, or seconds of audio.
+  double outputs_per_s = 0;
+  std::string output_unit = "tokens";
   // What the stages must move and compute (model::TileCost totals), and the device's measured
   // copy bandwidth (bytes read + written per second), for achieved rates and floors.
   int64_t weight_bytes = 0;

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "executor/op_support.h"
 #include "executor/stage_buffers.h"
@@ -78,6 +79,23 @@ decltype(auto) attention(const tiles::AttentionLayout& l, const AttentionShape& 
   }
 }
 
+template <bool kTranspose, class Visit>
+decltype(auto) conv(const tiles::ConvLayout& l, const ConvShape& s, Visit& visit) {
+  using namespace tiles;
+  using Direct = std::conditional_t<kTranspose, ConvTranspose1dTile, Conv1dTile>;
+  if (!s.mma) return call<Direct>(visit, l);
+  switch (s.cols) {
+    case 16:
+      return call<ConvMmaTile<16, kTranspose>>(visit, l);
+    case 32:
+      return call<ConvMmaTile<32, kTranspose>>(visit, l);
+    case 64:
+      return call<ConvMmaTile<64, kTranspose>>(visit, l);
+    default:
+      return call<ConvMmaTile<128, kTranspose>>(visit, l);
+  }
+}
+
 }  // namespace dispatch_detail
 
 // Calls visit.template operator()<Body>(layout) with op `op`'s tile body and its layout. The op
@@ -92,6 +110,10 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
   if (kind == "rmsnorm") return call<tiles::RmsNormTile>(visit, rmsnorm_layout(g, o, b));
   if (kind == "linear") return linear(linear_layout(g, o, b), linear_shape(o), visit);
   if (kind == "lm-head") return linear(lm_head_layout(g, o, b), linear_shape(o), visit);
+  if (kind == "step-embedding") {
+    return call<tiles::EmbeddingTile>(visit, step_embedding_layout(g, o, b));
+  }
+  if (kind == "step-head") return linear(step_head_layout(g, o, b), linear_shape(o), visit);
   if (kind == "qk-norm") return call<tiles::QkNormTile>(visit, qk_norm_layout(g, o, b));
   if (kind == "rope") return call<tiles::RopeTile>(visit, rope_layout(g, o, b));
   if (kind == "kv-append") return call<tiles::KvAppendTile>(visit, kv_append_layout(g, o, b));
@@ -101,6 +123,16 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
     return call<tiles::ResidualAddTile>(visit, residual_add_layout(g, o, b));
   }
   if (kind == "argmax") return call<tiles::ArgmaxTile>(visit, argmax_layout(g, o, b));
+  if (kind == "conv1d") return conv<false>(conv_layout(g, o, b), conv_shape(g, o), visit);
+  if (kind == "conv-transpose1d") return conv<true>(conv_layout(g, o, b), conv_shape(g, o), visit);
+  if (kind == "codebook-sum") {
+    return call<tiles::CodebookSumTile>(visit, codebook_sum_layout(g, o, b));
+  }
+  if (kind == "snake-beta") return call<tiles::SnakeBetaTile>(visit, elementwise_layout(g, o, b));
+  if (kind == "leaky-relu") return call<tiles::LeakyReluTile>(visit, elementwise_layout(g, o, b));
+  if (kind == "tanh") return call<tiles::TanhTile>(visit, elementwise_layout(g, o, b));
+  if (kind == "gelu") return call<tiles::GeluTile>(visit, elementwise_layout(g, o, b));
+  if (kind == "add-scaled") return call<tiles::AddScaledTile>(visit, elementwise_layout(g, o, b));
   throw Error("op " + o.name + ": no tile body for op kind '" + std::string(kind) + "'");
 }
 

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "executor/tile_layouts.cuh"
 #include "model/error.h"
@@ -32,6 +33,11 @@ const tiles::bf16* weight_ptr(const Op& op, const StageBuffers& b) {
   return static_cast<const tiles::bf16*>(b.op_weights[op.index]);
 }
 
+// step-embedding's and step-head's step: input 1, read by the body on the device.
+const int* step_ptr(const Graph& g, const Op& op, const StageBuffers& b) {
+  return tensor_ptr<const int>(g, op, op.inputs.at(1), b);
+}
+
 }  // namespace
 
 tiles::TileGrid tile_grid(const model::Tiling& t) {
@@ -55,6 +61,14 @@ tiles::EmbeddingTile::Layout embedding_layout(const Graph& g, const Op& op, cons
   return {tensor_ptr<const int>(g, op, op.inputs[0], b), weight_ptr(op, b),
           tensor_ptr<tiles::bf16>(g, op, op.output, b),  table.shape.at(0),
           static_cast<int>(table.shape.at(1)),           tile_grid(op.tiling)};
+}
+
+tiles::EmbeddingTile::Layout step_embedding_layout(const Graph& g, const Op& op,
+                                                   const StageBuffers& b) {
+  tiles::EmbeddingTile::Layout l = embedding_layout(g, op, b);
+  l.step = step_ptr(g, op, b);
+  l.entries = step_entries(g, op);
+  return l;
 }
 
 tiles::RmsNormTile::Layout rmsnorm_layout(const Graph& g, const Op& op, const StageBuffers& b) {
@@ -84,6 +98,13 @@ tiles::LinearLayout<tiles::bf16> linear_layout(const Graph& g, const Op& op,
 
 tiles::LinearLayout<float> lm_head_layout(const Graph& g, const Op& op, const StageBuffers& b) {
   return make_linear_layout<float>(g, op, b);
+}
+
+tiles::LinearLayout<float> step_head_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  tiles::LinearLayout<float> l = make_linear_layout<float>(g, op, b);
+  l.step = step_ptr(g, op, b);
+  l.steps = static_cast<int>(g.tensor(op.weights.at(0)).shape.at(0) / step_entries(g, op));
+  return l;
 }
 
 tiles::QkNormTile::Layout qk_norm_layout(const Graph& g, const Op& op, const StageBuffers& b) {
@@ -165,6 +186,54 @@ tiles::ResidualAddTile::Layout residual_add_layout(const Graph& g, const Op& op,
 tiles::ArgmaxTile::Layout argmax_layout(const Graph& g, const Op& op, const StageBuffers& b) {
   return {tensor_ptr<const float>(g, op, op.inputs[0], b), tensor_ptr<int>(g, op, op.output, b),
           static_cast<int>(cols_of(g, op.inputs[0])), tile_grid(op.tiling)};
+}
+
+tiles::CodebookSumTile::Layout codebook_sum_layout(const Graph& g, const Op& op,
+                                                   const StageBuffers& b) {
+  const int codebooks = static_cast<int>(cols_of(g, op.inputs[0]));
+  const Tensor& tables = g.tensor(op.weights.at(0));
+  return {tensor_ptr<const int>(g, op, op.inputs[0], b),
+          weight_ptr(op, b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          tables.shape.at(0) / codebooks,
+          codebooks,
+          static_cast<int>(tables.shape.at(1)),
+          tile_grid(op.tiling)};
+}
+
+tiles::ConvLayout conv_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const bool transpose = op.kind->name() == "conv-transpose1d";
+  const tiles::bf16* w = weight_ptr(op, b);
+  const tiles::bf16* bias =
+      op.weights.size() > 1 ? w + g.tensor(op.weights[0]).elements() : nullptr;
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          w,
+          bias,
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.inputs[0])),
+          static_cast<int>(cols_of(g, op.output)),
+          attr_int(op, "kernel"),
+          transpose ? 1 : attr_int(op, "dilation"),
+          transpose ? 1 : attr_int(op, "groups"),
+          !transpose && op.attrs.has("lookahead") ? attr_int(op, "lookahead") : 0,
+          transpose ? attr_int(op, "stride") : 1,
+          attr_int(op, "len"),
+          conv_shape(g, op).chunk,
+          tile_grid(op.tiling)};
+}
+
+tiles::ElementwiseLayout elementwise_layout(const Graph& g, const Op& op, const StageBuffers& b) {
+  const std::string_view kind = op.kind->name();
+  const float scalar = kind == "leaky-relu"   ? static_cast<float>(op.attrs.f("slope"))
+                       : kind == "add-scaled" ? static_cast<float>(op.attrs.f("scale"))
+                                              : 0.f;
+  return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
+          op.inputs.size() > 1 ? tensor_ptr<const tiles::bf16>(g, op, op.inputs[1], b) : nullptr,
+          op.weights.empty() ? nullptr : weight_ptr(op, b),
+          tensor_ptr<tiles::bf16>(g, op, op.output, b),
+          static_cast<int>(cols_of(g, op.output)),
+          scalar,
+          tile_grid(op.tiling)};
 }
 
 }  // namespace megacut::executor

@@ -10,6 +10,9 @@
 #include "executor/stage_buffers.h"
 #include "executor/tiles/argmax.cuh"
 #include "executor/tiles/attention.cuh"
+#include "executor/tiles/audio_elementwise.cuh"
+#include "executor/tiles/codebook_sum.cuh"
+#include "executor/tiles/conv.cuh"
 #include "executor/tiles/embedding.cuh"
 #include "executor/tiles/kv_append.cuh"
 #include "executor/tiles/linear.cuh"
@@ -35,6 +38,12 @@ tiles::LinearLayout<tiles::bf16> linear_layout(const model::Graph&, const model:
                                                const StageBuffers&);
 tiles::LinearLayout<float> lm_head_layout(const model::Graph&, const model::Op&,
                                           const StageBuffers&);
+// A code predictor's step-embedding and step-head: the embedding and lm-head layouts with the
+// step input (input 1), which the body reads on the device, and the rows of one step.
+tiles::EmbeddingTile::Layout step_embedding_layout(const model::Graph&, const model::Op&,
+                                                   const StageBuffers&);
+tiles::LinearLayout<float> step_head_layout(const model::Graph&, const model::Op&,
+                                            const StageBuffers&);
 tiles::QkNormTile::Layout qk_norm_layout(const model::Graph&, const model::Op&,
                                          const StageBuffers&);
 tiles::RopeTile::Layout rope_layout(const model::Graph&, const model::Op&, const StageBuffers&);
@@ -46,6 +55,14 @@ tiles::SiluMulTile::Layout silu_mul_layout(const model::Graph&, const model::Op&
 tiles::ResidualAddTile::Layout residual_add_layout(const model::Graph&, const model::Op&,
                                                    const StageBuffers&);
 tiles::ArgmaxTile::Layout argmax_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+// The audio kinds. conv_layout serves conv1d and conv-transpose1d (the bias, when the op has
+// one, follows the kernel in the op's weights); elementwise_layout serves snake-beta,
+// leaky-relu, tanh and add-scaled.
+tiles::CodebookSumTile::Layout codebook_sum_layout(const model::Graph&, const model::Op&,
+                                                   const StageBuffers&);
+tiles::ConvLayout conv_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+tiles::ElementwiseLayout elementwise_layout(const model::Graph&, const model::Op&,
+                                            const StageBuffers&);
 
 // Positions per sequence the op's KV cache holds: buffers.kv_capacity, or the cache tensor's
 // own length when that is 0.

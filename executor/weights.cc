@@ -152,19 +152,33 @@ void generate_range(uint64_t key, bool norm, std::span<uint16_t> values, int64_t
   }
 }
 
-// The weight tensors a graph names, each once.
-std::vector<const model::Tensor*> weight_tensors(const model::Graph& graph) {
+// The weight tensors the graphs name, each once.
+std::vector<const model::Tensor*> weight_tensors(std::span<const model::Graph> graphs) {
   std::vector<const model::Tensor*> weights;
   std::set<std::string_view> seen;
-  for (const model::Tensor& t : graph.tensors()) {
-    if (t.role == model::TensorRole::weight && seen.insert(t.name).second) weights.push_back(&t);
+  for (const model::Graph& graph : graphs) {
+    for (const model::Tensor& t : graph.tensors()) {
+      if (t.role == model::TensorRole::weight && seen.insert(t.name).second) weights.push_back(&t);
+    }
   }
   return weights;
 }
 
-// Every stage of a decoder names the same weights; the smallest one is enough to list them.
-model::Graph whole_model_graph(const model::ModelSpec& model) {
-  return model::build_decoder_stage(model.decoder, model::Stage{"decode", 1, 0, 0, 1}, 1);
+// Graphs that name every weight of the model, each stage at batch 1 with a one-token prompt:
+// an LLM's stages name the same weights, so its decode step is enough; a TTS pipeline's stages
+// name different ones.
+std::vector<model::Graph> whole_model_graphs(const model::ModelSpec& model) {
+  std::vector<model::Graph> graphs;
+  if (!model.tts) {
+    graphs.push_back(
+        model::build_decoder_stage(model.decoder, model::Stage{"decode", 1, 0, 0, 1}, 1));
+    return graphs;
+  }
+  const model::Scenario scenario = model::make_scenario(model, 1, 1, 1);
+  for (const model::Stage& s : scenario.stages) {
+    graphs.push_back(model::build_graph(model, scenario, s.name));
+  }
+  return graphs;
 }
 
 std::vector<uint16_t> to_bf16(safetensors::Dtype dtype, std::span<const std::byte> bytes) {
@@ -221,6 +235,10 @@ void generate_random(uint64_t seed, std::string_view name, std::span<const int64
 }
 
 HostWeights HostWeights::random(const model::Graph& graph, uint64_t seed) {
+  return random(std::span<const model::Graph>(&graph, 1), seed);
+}
+
+HostWeights HostWeights::random(std::span<const model::Graph> graphs, uint64_t seed) {
   HostWeights weights("random weights (seed " + std::to_string(seed) + ")");
   struct Job {
     uint64_t key;
@@ -230,7 +248,7 @@ HostWeights HostWeights::random(const model::Graph& graph, uint64_t seed) {
   };
   constexpr int64_t kChunk = int64_t{1} << 20;
   std::vector<Job> jobs;
-  for (const model::Tensor* t : weight_tensors(graph)) {
+  for (const model::Tensor* t : weight_tensors(graphs)) {
     const int64_t n = t->elements();
     // Not value-initialized: the generating threads touch every page themselves.
     std::shared_ptr<uint16_t[]> storage = std::make_unique_for_overwrite<uint16_t[]>(n);
@@ -257,7 +275,7 @@ HostWeights HostWeights::random(const model::Graph& graph, uint64_t seed) {
 }
 
 HostWeights HostWeights::random(const model::ModelSpec& model, uint64_t seed) {
-  return random(whole_model_graph(model), seed);
+  return random(whole_model_graphs(model), seed);
 }
 
 HostWeights HostWeights::load(const fs::path& path) {
@@ -311,7 +329,7 @@ int64_t HostWeights::total_bytes() const {
 void HostWeights::check(const model::Graph& graph) const {
   std::vector<std::string> mismatched;
   std::vector<std::string> missing;
-  for (const model::Tensor* t : weight_tensors(graph)) {
+  for (const model::Tensor* t : weight_tensors(std::span<const model::Graph>(&graph, 1))) {
     const std::string expected = t->name + ": expected " + shape_text(t->shape) + " " +
                                  std::string(model::dtype_name(t->dtype)) + ", checkpoint has ";
     if (const auto u = unsupported_.find(t->name); u != unsupported_.end()) {
@@ -345,10 +363,10 @@ LoadedCheckpoint load_checkpoint(const fs::path& dir) {
 
 void save_checkpoint(const fs::path& dir, const model::ModelSpec& model, const HostWeights& weights,
                      int64_t max_shard_bytes) {
-  const model::Graph graph = whole_model_graph(model);
-  weights.check(graph);
+  const std::vector<model::Graph> graphs = whole_model_graphs(model);
+  for (const model::Graph& graph : graphs) weights.check(graph);
   std::vector<safetensors::TensorData> tensors;
-  for (const model::Tensor* t : weight_tensors(graph)) {
+  for (const model::Tensor* t : weight_tensors(graphs)) {
     tensors.push_back(
         {t->name, safetensors::Dtype::BF16, t->shape, std::as_bytes(weights.at(t->name).values())});
   }
@@ -381,22 +399,30 @@ WeightArenaPlan plan_weight_arena(std::span<const model::Graph* const> graphs,
       if (op.weights.empty()) continue;
       WeightSlot slot;
       std::vector<std::string> names;
+      const model::Tensor& first = graph->tensor(op.weights.front());
+      // Parts whose trailing dimensions agree (fused q/k/v) stack along the first; others (a
+      // convolution's kernel and bias) lie end to end, the slot one flat run of elements.
+      bool stacked = true;
+      int64_t elements = 0;
       for (int id : op.weights) {
         const model::Tensor& t = graph->tensor(id);
-        const model::Tensor& first = graph->tensor(op.weights.front());
-        if (t.shape.empty() || t.dtype != first.dtype || t.shape.size() != first.shape.size() ||
-            !std::equal(t.shape.begin() + 1, t.shape.end(), first.shape.begin() + 1)) {
-          throw Error("op " + op.name + ": weights " + first.name + " " + shape_text(first.shape) +
-                      " and " + t.name + " " + shape_text(t.shape) +
-                      " cannot be concatenated along their first dimension");
+        if (t.shape.empty() || t.dtype != first.dtype) {
+          throw Error("op " + op.name + ": weights " + first.name + " " +
+                      std::string(model::dtype_name(first.dtype)) + " and " + t.name + " " +
+                      std::string(model::dtype_name(t.dtype)) + " " + shape_text(t.shape) +
+                      " cannot share one buffer");
         }
+        stacked = stacked && t.shape.size() == first.shape.size() &&
+                  std::equal(t.shape.begin() + 1, t.shape.end(), first.shape.begin() + 1);
         slot.parts.push_back({t.name, t.shape});
         slot.bytes += t.bytes();
+        elements += t.elements();
         names.push_back(t.name);
       }
-      slot.shape = slot.parts.front().shape;
+      slot.shape = first.shape;
       slot.shape[0] = 0;
       for (const WeightSlot::Part& part : slot.parts) slot.shape[0] += part.shape[0];
+      if (!stacked) slot.shape = {elements};
 
       const auto [it, added] = slot_of.try_emplace(names, static_cast<int>(plan.slots.size()));
       if (added) {

@@ -65,7 +65,9 @@ class HostWeights {
   static HostWeights load(const std::filesystem::path& path);
   // Random weights for every weight tensor `graph` names, generated in parallel.
   static HostWeights random(const model::Graph& graph, uint64_t seed);
-  // Random weights for the whole model (all its stages name the same weights).
+  // Random weights for every weight tensor the graphs name, each once.
+  static HostWeights random(std::span<const model::Graph> graphs, uint64_t seed);
+  // Random weights for the whole model: every weight any stage names.
   static HostWeights random(const model::ModelSpec& model, uint64_t seed);
 
   // Where the weights come from, for messages: a path, or "random weights (seed 7)".
@@ -117,9 +119,12 @@ struct WeightSlot {
     std::string name;
     std::vector<int64_t> shape;
   };
-  std::vector<Part> parts;     // in op.weights order: concatenated along dim 0
-  std::vector<int64_t> shape;  // the concatenated shape, e.g. [(heads + 2 kv_heads) * hd, hidden]
-  int64_t offset_bytes = 0;    // into the arena, a multiple of the plan's alignment
+  // In op.weights order: concatenated along dim 0 where their other dimensions agree, else end
+  // to end (a kernel, then its bias).
+  std::vector<Part> parts;
+  // The concatenated shape, e.g. [(heads + 2 kv_heads) * hd, hidden], or [elements] end to end.
+  std::vector<int64_t> shape;
+  int64_t offset_bytes = 0;  // into the arena, a multiple of the plan's alignment
   int64_t bytes = 0;
 };
 

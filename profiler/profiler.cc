@@ -309,7 +309,9 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
 
   for (const int64_t batch : options.batches) {
     try {
-      const model::Scenario scenario = model::make_scenario(spec, batch, options.prompt_len);
+      const model::Scenario scenario =
+          model::make_scenario(spec, batch, options.prompt_len, options.frames);
+      profile.frames = scenario.frames;
       executor::RunOptions run;
       run.provider = options.provider;
       run.warmup = options.batch.warmup;

@@ -38,6 +38,7 @@ struct ProfileOptions {
   std::string model;             // bundled name, config.json, or checkpoint directory
   std::vector<int64_t> batches;  // increasing
   int64_t prompt_len = model::kDefaultPromptLen;
+  int64_t frames = 0;  // TTS: frames of the first audio chunk (0: the default)
   executor::LinearProvider provider = executor::LinearProvider::ours;
   BatchOptions batch;
   uint64_t seed = 0;  // of the random weights

@@ -45,6 +45,35 @@ TEST(Reference, LinearIsXTimesWTransposed) {
   EXPECT_EQ(linear(x, w, 2), (std::vector<double>{1, 2, 3, 3, 4, 7}));
 }
 
+TEST(Reference, StepEmbeddingGathersFromTheStepsTableModuloEntries) {
+  // 3 steps of 2 entries, hidden 2: step s, entry e is (10 s + e, -(10 s + e)).
+  const std::vector<float> tables = {0, 0, 1, -1, 10, -10, 11, -11, 20, -20, 21, -21};
+  EXPECT_EQ(step_embedding(std::vector<int32_t>{1, 0}, tables, 2, 2, 0),
+            (std::vector<double>{1, -1, 0, 0}));
+  // Step 2's table; ids 5 and 4 are control codes past the 2 entries: 5 % 2 = 1, 4 % 2 = 0.
+  EXPECT_EQ(step_embedding(std::vector<int32_t>{0, 5, 4}, tables, 2, 2, 2),
+            (std::vector<double>{20, -20, 21, -21, 20, -20}));
+  EXPECT_THROW(step_embedding(std::vector<int32_t>{0}, tables, 2, 2, 3), Error);  // no step 3
+  EXPECT_THROW(step_embedding(std::vector<int32_t>{0}, tables, 2, 2, -1), Error);
+  EXPECT_THROW(step_embedding(std::vector<int32_t>{-1}, tables, 2, 2, 0), Error);
+  EXPECT_THROW(step_embedding(std::vector<int32_t>{0}, tables, 4, 2, 0), Error);  // 6 rows
+}
+
+TEST(Reference, StepHeadMultipliesByTheStepsRows) {
+  const std::vector<float> x = {1, 2, 3, 4};  // (2, 2)
+  // 2 steps of 3 entries, k 2: step 0 is the identity and a sum, step 1 their negations.
+  const std::vector<float> heads = {1, 0, 0, 1, 1, 1, -1, 0, 0, -1, -1, -1};
+  EXPECT_EQ(step_head(x, heads, 3, 2, 0), (std::vector<double>{1, 2, 3, 3, 4, 7}));
+  EXPECT_EQ(step_head(x, heads, 3, 2, 1), (std::vector<double>{-1, -2, -3, -3, -4, -7}));
+  try {
+    step_head(x, heads, 3, 2, 2);
+    ADD_FAILURE() << "step 2 of 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "reference: step_head step 2 outside [0, 2)");
+  }
+  EXPECT_THROW(step_head(x, heads, 4, 2, 0), Error);  // 6 rows are not whole steps of 4
+}
+
 TEST(Reference, RopeRotatesHalvesByPositionTimesFrequency) {
   // head_dim 4, theta 100: inv_freq = (1, 0.1). One head, position 2 (past 1, row 1).
   const HeadShape shape{1, 0, 4};
@@ -132,7 +161,7 @@ std::vector<float> random_values(std::mt19937& rng, int64_t n) {
   return v;
 }
 
-TEST(Reference, CausalConvPadsOnTheLeftAndNeverLooksAhead) {
+TEST(Reference, CausalConv1dPadsOnTheLeftAndNeverLooksAhead) {
   // K 2, D 2, one channel, W = (1, 10), bias 0.5: tap j = 0 reads x[t - 2], tap j = 1 reads
   // x[t], so y[t] = 0.5 + x[t - 2] + 10 x[t]. Two sequences (1, 2, 3) and (4, 5, 6):
   //   sequence 0: 0.5 + 10 = 10.5, 0.5 + 20 = 20.5, 0.5 + 1 + 30 = 31.5
@@ -142,15 +171,13 @@ TEST(Reference, CausalConvPadsOnTheLeftAndNeverLooksAhead) {
       .batch = 2, .len = 3, .in_channels = 1, .out_channels = 1, .kernel = 2, .dilation = 2};
   const std::vector<float> w = {1, 10}, bias = {0.5f};
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
-  EXPECT_EQ(causal_conv1d(x, w, bias, shape),
-            (std::vector<double>{10.5, 20.5, 31.5, 40.5, 50.5, 64.5}));
+  EXPECT_EQ(conv1d(x, w, bias, shape), (std::vector<double>{10.5, 20.5, 31.5, 40.5, 50.5, 64.5}));
   // A later input never reaches an earlier output: x[2] = 100 changes only y[2] (0.5 + 1 + 1000).
   x[2] = 100;
-  EXPECT_EQ(causal_conv1d(x, w, bias, shape),
-            (std::vector<double>{10.5, 20.5, 1001.5, 40.5, 50.5, 64.5}));
+  EXPECT_EQ(conv1d(x, w, bias, shape), (std::vector<double>{10.5, 20.5, 1001.5, 40.5, 50.5, 64.5}));
 }
 
-TEST(Reference, CausalConvDepthwiseAndFull) {
+TEST(Reference, Conv1dDepthwiseAndFull) {
   // K 2, D 1, two channels, x rows (1, 2), (3, 4); y[t, o] = sum_i W[o, i, 0] x[t - 1, i] +
   // W[o, i, 1] x[t, i] over the input channels i of o's group.
   const std::vector<float> x = {1, 2, 3, 4};
@@ -159,31 +186,78 @@ TEST(Reference, CausalConvDepthwiseAndFull) {
   //   t 1: 1 * 1 + 2 * 3 = 7,  3 * 2 + 4 * 4 = 22
   const Conv1dShape depthwise{
       .batch = 1, .len = 2, .in_channels = 2, .out_channels = 2, .kernel = 2, .groups = 2};
-  EXPECT_EQ(causal_conv1d(x, std::vector<float>{1, 2, 3, 4}, {}, depthwise),
+  EXPECT_EQ(conv1d(x, std::vector<float>{1, 2, 3, 4}, {}, depthwise),
             (std::vector<double>{2, 8, 7, 22}));
   // Full (groups 1), W[0] = ((1, 2), (0, 1)), W[1] = ((1, 0), (3, 4)):
   //   t 0: 2 * 1 + 1 * 2 = 4,                      0 * 1 + 4 * 2 = 8
   //   t 1: (1 * 1 + 0 * 2) + (2 * 3 + 1 * 4) = 11,  (1 * 1 + 3 * 2) + (0 * 3 + 4 * 4) = 23
   Conv1dShape full = depthwise;
   full.groups = 1;
-  EXPECT_EQ(causal_conv1d(x, std::vector<float>{1, 2, 0, 1, 1, 0, 3, 4}, {}, full),
+  EXPECT_EQ(conv1d(x, std::vector<float>{1, 2, 0, 1, 1, 0, 3, 4}, {}, full),
             (std::vector<double>{4, 8, 11, 23}));
 }
 
-TEST(Reference, CausalConvRejectsMismatchedSizes) {
+TEST(Reference, Conv1dRejectsMismatchedSizes) {
   const Conv1dShape shape{.batch = 1, .len = 2, .in_channels = 2, .out_channels = 2, .kernel = 2};
   const std::vector<float> x(4), w(8);
   // Weight (2, 2, 2) has 8 values; 6 names the function and both sizes.
-  EXPECT_EQ(error_of([&] { causal_conv1d(x, std::vector<float>(6), {}, shape); }),
-            "reference: causal_conv1d weight has 6 values, expected 8");
-  EXPECT_THROW(causal_conv1d(std::vector<float>(5), w, {}, shape), Error);
-  EXPECT_THROW(causal_conv1d(x, w, std::vector<float>(3), shape), Error);  // bias
+  EXPECT_EQ(error_of([&] { conv1d(x, std::vector<float>(6), {}, shape); }),
+            "reference: conv1d weight has 6 values, expected 8");
+  EXPECT_THROW(conv1d(std::vector<float>(5), w, {}, shape), Error);
+  EXPECT_THROW(conv1d(x, w, std::vector<float>(3), shape), Error);  // bias
   Conv1dShape odd_groups = shape;
   odd_groups.groups = 3;
-  EXPECT_THROW(causal_conv1d(x, w, {}, odd_groups), Error);
+  EXPECT_THROW(conv1d(x, w, {}, odd_groups), Error);
   Conv1dShape no_kernel = shape;
   no_kernel.kernel = 0;
-  EXPECT_THROW(causal_conv1d(x, w, {}, no_kernel), Error);
+  EXPECT_THROW(conv1d(x, w, {}, no_kernel), Error);
+  // K 2, D 1: the look-ahead may be 0 or 1, nothing else.
+  Conv1dShape too_far = shape;
+  too_far.lookahead = 2;
+  EXPECT_EQ(error_of([&] { conv1d(x, w, {}, too_far); }),
+            "reference: conv1d lookahead 2 is outside [0, (kernel - 1) * dilation = 1]");
+  too_far.lookahead = -1;
+  EXPECT_THROW(conv1d(x, w, {}, too_far), Error);
+}
+
+TEST(Reference, CentredConv1dPadsBothSidesWithinEachSequence) {
+  // K 3, D 1, lookahead 1 ("same" padding), one channel, W = (1, 10, 100), bias 0.5: taps read
+  // x[t - 1], x[t], x[t + 1], so y[t] = 0.5 + x[t - 1] + 10 x[t] + 100 x[t + 1]. Two sequences
+  // (1, 2, 3) and (4, 5, 6), zeros past either end of each:
+  //   sequence 0: 0.5 + 0 + 10 + 200 = 210.5, 0.5 + 1 + 20 + 300 = 321.5, 0.5 + 2 + 30 + 0 = 32.5
+  //   sequence 1: 0.5 + 0 + 40 + 500 = 540.5, 0.5 + 4 + 50 + 600 = 654.5, 0.5 + 5 + 60 + 0 = 65.5
+  const Conv1dShape shape{.batch = 2,
+                          .len = 3,
+                          .in_channels = 1,
+                          .out_channels = 1,
+                          .kernel = 3,
+                          .dilation = 1,
+                          .lookahead = 1};
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6}, w = {1, 10, 100}, bias = {0.5f};
+  EXPECT_EQ(conv1d(x, w, bias, shape),
+            (std::vector<double>{210.5, 321.5, 32.5, 540.5, 654.5, 65.5}));
+  // D 2, lookahead 2 over one sequence 1..5: taps read x[t - 2], x[t], x[t + 2]:
+  //   t 0: 0 + 10 + 300 = 310; t 1: 0 + 20 + 400 = 420; t 2: 1 + 30 + 500 = 531;
+  //   t 3: 2 + 40 + 0 = 42; t 4: 3 + 50 + 0 = 53.
+  const Conv1dShape dilated{.batch = 1,
+                            .len = 5,
+                            .in_channels = 1,
+                            .out_channels = 1,
+                            .kernel = 3,
+                            .dilation = 2,
+                            .lookahead = 2};
+  EXPECT_EQ(conv1d(std::vector<float>{1, 2, 3, 4, 5}, w, {}, dilated),
+            (std::vector<double>{310, 420, 531, 42, 53}));
+  // The whole reach ahead (K 2, lookahead 1): y[t] = x[t] + 10 x[t + 1], W = (1, 10).
+  const Conv1dShape ahead{.batch = 1,
+                          .len = 3,
+                          .in_channels = 1,
+                          .out_channels = 1,
+                          .kernel = 2,
+                          .dilation = 1,
+                          .lookahead = 1};
+  EXPECT_EQ(conv1d(std::vector<float>{1, 2, 3}, std::vector<float>{1, 10}, {}, ahead),
+            (std::vector<double>{21, 32, 3}));
 }
 
 TEST(Reference, ConvTransposeAddsOverlapsAndTrimsTheTail) {
@@ -221,18 +295,19 @@ TEST(Reference, ConvTransposeRejectsMismatchedSizes) {
   EXPECT_THROW(conv_transpose1d(x, std::vector<float>(1), {}, short_kernel), Error);
 }
 
-// The same causal convolution another way: pad each sequence with (K - 1) * D zero rows, lay the
-// receptive field of each output row out as one im2col row of (I, K) values, and multiply by
-// each output channel's (I, K) weight block.
+// The same convolution another way: pad each sequence with (K - 1) * D - L zero rows before it
+// and L after it, lay the receptive field of each output row out as one im2col row of (I, K)
+// values, and multiply by each output channel's (I, K) weight block.
 std::vector<double> im2col_conv(const std::vector<float>& x, const std::vector<float>& w,
                                 const std::vector<float>& bias, const Conv1dShape& s) {
-  const int64_t pad = (s.kernel - 1) * s.dilation, group_in = s.in_channels / s.groups;
+  const int64_t reach = (s.kernel - 1) * s.dilation, left = reach - s.lookahead;
+  const int64_t group_in = s.in_channels / s.groups;
   const int64_t group_out = s.out_channels / s.groups, block = group_in * s.kernel;
   std::vector<double> y(s.batch * s.len * s.out_channels);
   for (int64_t b = 0; b < s.batch; ++b) {
-    std::vector<double> padded((pad + s.len) * s.in_channels, 0.0);  // (pad + len, in)
+    std::vector<double> padded((reach + s.len) * s.in_channels, 0.0);  // (reach + len, in)
     for (int64_t t = 0; t < s.len * s.in_channels; ++t) {
-      padded[pad * s.in_channels + t] = x[b * s.len * s.in_channels + t];
+      padded[left * s.in_channels + t] = x[b * s.len * s.in_channels + t];
     }
     for (int64_t g = 0; g < s.groups; ++g) {
       std::vector<double> cols(s.len * block);  // (len, I * K)
@@ -256,11 +331,14 @@ std::vector<double> im2col_conv(const std::vector<float>& x, const std::vector<f
   return y;
 }
 
-TEST(Reference, CausalConvMatchesIm2colOnRandomInputs) {
+TEST(Reference, Conv1dMatchesIm2colOnRandomInputs) {
   std::mt19937 rng(20240611);
-  // (in, out, K, D, groups): a plain conv, a dilated one, depthwise, grouped, pointwise.
-  const int64_t cases[][5] = {
-      {3, 4, 3, 1, 1}, {3, 2, 3, 3, 1}, {4, 4, 7, 1, 4}, {4, 6, 2, 5, 2}, {5, 3, 1, 1, 1}};
+  // (in, out, K, D, groups, lookahead): a plain conv, a dilated one, depthwise, grouped,
+  // pointwise; then centred ones (HiFi-GAN's K 3 D 5 and K 11 D 1), one looking ahead its whole
+  // reach and one off centre.
+  const int64_t cases[][6] = {{3, 4, 3, 1, 1, 0},  {3, 2, 3, 3, 1, 0}, {4, 4, 7, 1, 4, 0},
+                              {4, 6, 2, 5, 2, 0},  {5, 3, 1, 1, 1, 0}, {3, 4, 3, 5, 1, 5},
+                              {2, 3, 11, 1, 1, 5}, {4, 4, 3, 2, 4, 4}, {3, 2, 4, 1, 1, 1}};
   for (const auto& c : cases) {
     const Conv1dShape s{.batch = 2,
                         .len = 11,
@@ -268,16 +346,17 @@ TEST(Reference, CausalConvMatchesIm2colOnRandomInputs) {
                         .out_channels = c[1],
                         .kernel = c[2],
                         .dilation = c[3],
-                        .groups = c[4]};
+                        .groups = c[4],
+                        .lookahead = c[5]};
     const std::vector<float> x = random_values(rng, s.batch * s.len * s.in_channels);
     const std::vector<float> w = random_values(rng, s.out_channels * c[0] / c[4] * s.kernel);
     const std::vector<float> bias = random_values(rng, s.out_channels);
-    const std::vector<double> got = causal_conv1d(x, w, bias, s);
+    const std::vector<double> got = conv1d(x, w, bias, s);
     const std::vector<double> want = im2col_conv(x, w, bias, s);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i], want[i], 1e-12)
-          << "K " << c[2] << " D " << c[3] << " groups " << c[4] << " at " << i;
+      EXPECT_NEAR(got[i], want[i], 1e-12) << "K " << c[2] << " D " << c[3] << " groups " << c[4]
+                                          << " lookahead " << c[5] << " at " << i;
     }
   }
 }
@@ -359,6 +438,21 @@ TEST(Reference, LeakyReluAndTanh) {
   EXPECT_EQ(t[0], 0);
   EXPECT_NEAR(t[1], 0.76159415596, 1e-11);
   EXPECT_EQ(t[2], -t[1]);
+}
+
+TEST(Reference, Gelu) {
+  // GELU(0) = 0; GELU(1) = Phi(1) = 0.841344746069; GELU(-1) = -(1 - Phi(1)) = -0.158655253931.
+  const std::vector<double> g = gelu(std::vector<float>{0, 1, -1});
+  EXPECT_EQ(g[0], 0);
+  EXPECT_NEAR(g[1], 0.841344746069, 1e-11);
+  EXPECT_NEAR(g[2], -0.158655253931, 1e-11);
+}
+
+TEST(Reference, AddScaled) {
+  // (1 + 2) / 4 = 0.75, (-1 + 0.5) / 4 = -0.125.
+  EXPECT_EQ(add_scaled(std::vector<float>{1, -1}, std::vector<float>{2, 0.5f}, 0.25),
+            (std::vector<double>{0.75, -0.125}));
+  EXPECT_THROW(add_scaled(std::vector<float>{1, 2}, std::vector<float>{1}, 1.0), Error);
 }
 
 TEST(Reference, CodebookSumAddsOneEntryPerCodebook) {

@@ -685,6 +685,29 @@ TEST(WeightArena, TiedEmbeddingSharedAndQkvConcatenatedInOrder) {
   EXPECT_EQ(pointers[qkv], arena.data() + slot.offset_bytes);
 }
 
+// A convolution's kernel and bias differ in rank: they lie end to end in one slot. A TTS
+// pipeline's random weights cover every stage.
+TEST(WeightArena, KernelAndBiasLieEndToEnd) {
+  const model::ModelSpec spec = tiny("tiny-llama-hifigan-tts");
+  const model::Scenario scenario = model::make_scenario(spec, 1, 4, 2);
+  const model::Graph vocoder = model::build_graph(spec, scenario, "vocoder");
+  const HostWeights weights = HostWeights::random(spec, 3);
+  for (const std::string& stage : scenario.stage_names()) {
+    EXPECT_NO_THROW(weights.check(model::build_graph(spec, scenario, stage))) << stage;
+  }
+  const WeightArenaPlan plan = plan_weight_arena(vocoder);
+  const model::Op& conv_pre = vocoder.op(0);
+  ASSERT_EQ(conv_pre.name, "conv_pre");
+  const WeightSlot& slot = plan.slots[plan.op_slot[0][conv_pre.index]];
+  EXPECT_EQ(slot.shape, (std::vector<int64_t>{64 * 16 * 7 + 64}));
+  const std::vector<std::byte> arena = pack_weight_arena(plan, weights);
+  const HostTensor& kernel = weights.at("vocoder.conv_pre.weight");
+  const HostTensor& bias = weights.at("vocoder.conv_pre.bias");
+  const std::byte* at = arena.data() + slot.offset_bytes;
+  EXPECT_EQ(std::memcmp(at, kernel.values().data(), kernel.bytes()), 0);
+  EXPECT_EQ(std::memcmp(at + kernel.bytes(), bias.values().data(), bias.bytes()), 0);
+}
+
 TEST(WeightArena, StagesShareOneArena) {
   const model::ModelSpec spec = tiny("tiny-qwen3");  // untied, qk-norm
   const model::Graph prefill = stage_graph(spec, "prefill");

@@ -56,6 +56,21 @@ double bias_of(std::span<const float> bias, int64_t channel) {
   return bias.empty() ? 0.0 : double(bias[channel]);
 }
 
+// Rows [step * entries, (step + 1) * entries) of `stacked` (steps * entries, cols).
+std::span<const float> step_rows(std::span<const float> stacked, int64_t entries, int64_t cols,
+                                 int32_t step, const char* op) {
+  const int64_t rows = rows_of(stacked, cols, op);
+  if (rows % entries != 0) {
+    throw Error(std::string("reference: ") + op + " has " + std::to_string(rows) +
+                " rows, not whole steps of " + std::to_string(entries) + " entries");
+  }
+  if (step < 0 || step >= rows / entries) {
+    throw Error(std::string("reference: ") + op + " step " + std::to_string(step) +
+                " outside [0, " + std::to_string(rows / entries) + ")");
+  }
+  return stacked.subspan(step * entries * cols, entries * cols);
+}
+
 // HF RMSNorm of one vector: the normalized value is cast to bf16 before the weight multiplies.
 void rms_normalize(const float* x, const float* w, int64_t n, double eps, double* y) {
   double sum_sq = 0;
@@ -115,6 +130,26 @@ std::vector<double> linear(std::span<const float> x, std::span<const float> w, i
     }
   }
   return y;
+}
+
+std::vector<double> step_embedding(std::span<const int32_t> ids, std::span<const float> tables,
+                                   int64_t entries, int64_t hidden, int32_t step) {
+  expect_positive(entries, "step_embedding", "entries");
+  const std::span<const float> table = step_rows(tables, entries, hidden, step, "step_embedding");
+  std::vector<double> out(ids.size() * hidden);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0) {
+      throw Error("reference: step_embedding id " + std::to_string(ids[t]) + " is negative");
+    }
+    std::copy_n(table.begin() + ids[t] % entries * hidden, hidden, out.begin() + t * hidden);
+  }
+  return out;
+}
+
+std::vector<double> step_head(std::span<const float> x, std::span<const float> heads,
+                              int64_t entries, int64_t k, int32_t step) {
+  expect_positive(entries, "step_head", "entries");
+  return linear(x, step_rows(heads, entries, k, step, "step_head"), k);
 }
 
 std::vector<double> qk_norm(std::span<const float> qkv, int64_t qkv_cols, const HeadShape& s,
@@ -266,21 +301,26 @@ std::vector<int32_t> argmax(std::span<const float> logits, int64_t vocab) {
   return out;
 }
 
-std::vector<double> causal_conv1d(std::span<const float> x, std::span<const float> weight,
-                                  std::span<const float> bias, const Conv1dShape& s) {
-  constexpr const char* op = "causal_conv1d";
+std::vector<double> conv1d(std::span<const float> x, std::span<const float> weight,
+                           std::span<const float> bias, const Conv1dShape& s) {
+  constexpr const char* op = "conv1d";
   expect_conv_shape(s, op);
   expect_positive(s.dilation, op, "dilation");
   expect_positive(s.groups, op, "groups");
   if (s.in_channels % s.groups != 0 || s.out_channels % s.groups != 0) {
-    throw Error("reference: causal_conv1d groups " + std::to_string(s.groups) +
+    throw Error("reference: conv1d groups " + std::to_string(s.groups) +
                 " does not divide in_channels " + std::to_string(s.in_channels) +
                 " and out_channels " + std::to_string(s.out_channels));
   }
+  const int64_t reach = (s.kernel - 1) * s.dilation;
+  if (s.lookahead < 0 || s.lookahead > reach) {
+    throw Error("reference: conv1d lookahead " + std::to_string(s.lookahead) +
+                " is outside [0, (kernel - 1) * dilation = " + std::to_string(reach) + "]");
+  }
   const int64_t group_in = s.in_channels / s.groups, group_out = s.out_channels / s.groups;
   const int64_t k = s.kernel;
-  expect_size(x, s.batch * s.len * s.in_channels, "causal_conv1d input");
-  expect_size(weight, s.out_channels * group_in * k, "causal_conv1d weight");
+  expect_size(x, s.batch * s.len * s.in_channels, "conv1d input");
+  expect_size(weight, s.out_channels * group_in * k, "conv1d weight");
   expect_bias(bias, s.out_channels, op);
   std::vector<double> out(s.batch * s.len * s.out_channels);
   for (int64_t b = 0; b < s.batch; ++b) {
@@ -290,8 +330,8 @@ std::vector<double> causal_conv1d(std::span<const float> x, std::span<const floa
         const int64_t first_in = o / group_out * group_in;
         double sum = bias_of(bias, o);
         for (int64_t j = 0; j < k; ++j) {
-          const int64_t src = t - (k - 1 - j) * s.dilation;
-          if (src < 0) continue;  // the causal left padding
+          const int64_t src = t - (k - 1 - j) * s.dilation + s.lookahead;
+          if (src < 0 || src >= s.len) continue;  // the padding
           const float* xr = &x[(b * s.len + src) * s.in_channels + first_in];
           const float* wo = &weight[o * group_in * k + j];  // W[o, :, j], stride k
           for (int64_t i = 0; i < group_in; ++i) sum += double(wo[i * k]) * xr[i];
@@ -362,6 +402,22 @@ std::vector<double> leaky_relu(std::span<const float> x, double slope) {
 std::vector<double> tanh_activation(std::span<const float> x) {
   std::vector<double> out(x.size());
   for (size_t i = 0; i < x.size(); ++i) out[i] = std::tanh(double(x[i]));
+  return out;
+}
+
+std::vector<double> gelu(std::span<const float> x) {
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    out[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  }
+  return out;
+}
+
+std::vector<double> add_scaled(std::span<const float> a, std::span<const float> b, double scale) {
+  expect_size(b, static_cast<int64_t>(a.size()), "add_scaled second input");
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = (double(a[i]) + b[i]) * scale;
   return out;
 }
 

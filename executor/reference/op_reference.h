@@ -55,6 +55,19 @@ std::vector<double> rmsnorm(std::span<const float> x, int64_t cols, std::span<co
 // y = x W^T: x (rows, k), w (n, k), y (rows, n).
 std::vector<double> linear(std::span<const float> x, std::span<const float> w, int64_t k);
 
+// A code predictor's per-step tables and heads, stacked along rows: step s owns rows
+// [s * entries, (s + 1) * entries) of tables (steps * entries, hidden) and heads (steps * entries,
+// k). The step must be in [0, steps).
+//
+// step-embedding: out[t, :] = tables[step * entries + ids[t] % entries, :]. Ids at or above
+// entries (a talker's control codes) are taken modulo entries; ids must not be negative.
+std::vector<double> step_embedding(std::span<const int32_t> ids, std::span<const float> tables,
+                                   int64_t entries, int64_t hidden, int32_t step);
+// step-head: logits = x W_s^T with W_s rows [step * entries, (step + 1) * entries) of heads;
+// x (rows, k), logits (rows, entries).
+std::vector<double> step_head(std::span<const float> x, std::span<const float> heads,
+                              int64_t entries, int64_t k, int32_t step);
+
 // RMSNorm of each query and key head of qkv (rows, qkv_cols): query heads with q_norm, key
 // heads with k_norm (each (head_dim)). Output (rows, (heads + kv_heads) * head_dim).
 std::vector<double> qk_norm(std::span<const float> qkv, int64_t qkv_cols, const HeadShape& shape,
@@ -104,7 +117,8 @@ struct Conv1dShape {
   int64_t out_channels = 0;
   int64_t kernel = 0;
   int64_t dilation = 1;
-  int64_t groups = 1;  // divides both channel counts; groups = in = out is depthwise
+  int64_t groups = 1;     // divides both channel counts; groups = in = out is depthwise
+  int64_t lookahead = 0;  // future rows each output sees, 0 (causal) to (kernel - 1) * dilation
 };
 
 struct ConvTranspose1dShape {
@@ -116,15 +130,17 @@ struct ConvTranspose1dShape {
   int64_t stride = 1;
 };
 
-// Causal dilated convolution over time of x (batch * len, in_channels), K = kernel, D =
-// dilation, I = in_channels / groups, and g = o / (out_channels / groups) the group of o:
-//   y[t, o] = bias[o] + sum_{i < I, j < K} W[o, i, j] * x[t - (K - 1 - j) * D, g * I + i]
-// with x = 0 at a time before the sequence's first row (left padding (K - 1) * D, no
-// look-ahead): row t sees rows t - (K - 1) * D .. t of its own sequence. This is PyTorch's
-// Conv1d on F.pad(x, ((K - 1) * D, 0)) per sequence. Weight in Conv1d layout (out_channels,
-// I, K); bias (out_channels), or empty for none. Output (batch * len, out_channels).
-std::vector<double> causal_conv1d(std::span<const float> x, std::span<const float> weight,
-                                  std::span<const float> bias, const Conv1dShape& shape);
+// Dilated convolution over time of x (batch * len, in_channels) with a look-ahead, K = kernel,
+// D = dilation, L = lookahead, I = in_channels / groups, and g = o / (out_channels / groups) the
+// group of o:
+//   y[t, o] = bias[o] + sum_{i < I, j < K} W[o, i, j] * x[t - (K - 1 - j) * D + L, g * I + i]
+// with x = 0 at a time outside the sequence's rows: row t sees rows t - (K - 1) * D + L .. t + L
+// of its own sequence. This is PyTorch's Conv1d on F.pad(x, ((K - 1) * D - L, L)) per sequence:
+// L = 0 is causal (left padding only), L = (K - 1) * D / 2 the centred "same" padding. Weight in
+// Conv1d layout (out_channels, I, K); bias (out_channels), or empty for none. Output (batch *
+// len, out_channels). Throws unless 0 <= L <= (K - 1) * D.
+std::vector<double> conv1d(std::span<const float> x, std::span<const float> weight,
+                           std::span<const float> bias, const Conv1dShape& shape);
 
 // Causal transposed convolution over time (upsampling by S = stride) of x (batch * len,
 // in_channels), K = kernel >= S, groups 1. The full transposed convolution of a sequence,
@@ -149,6 +165,12 @@ std::vector<double> leaky_relu(std::span<const float> x, double slope);
 
 // y = tanh(x), element-wise.
 std::vector<double> tanh_activation(std::span<const float> x);
+
+// y = x (1 + erf(x / sqrt 2)) / 2 (exact GELU), element-wise.
+std::vector<double> gelu(std::span<const float> x);
+
+// y = (a + b) * scale, element-wise.
+std::vector<double> add_scaled(std::span<const float> a, std::span<const float> b, double scale);
 
 // Sum of one embedding per codebook: codes (rows, codebooks), tables (codebooks * entries, dim)
 // with codebook q's table in rows [q * entries, (q + 1) * entries);

@@ -48,6 +48,7 @@ struct LinearGemvTile {
   __device__ static void run(const Layout& l, long long tile, char* smem) {
     if (threadIdx.x >= kThreads) return;
     const TileBox box = l.grid.box(tile);
+    const bf16* const weights = weight_rows(l);       // (n, k)
     float* partial = reinterpret_cast<float*>(smem);  // (kWarpsK, rows, kCols)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wn = warp % kWarpsN, wk = warp / kWarpsN;
@@ -75,7 +76,8 @@ struct LinearGemvTile {
 #pragma unroll
         for (int j = 0; j < kNTiles; ++j) {
           const int c = wn * kWarpCols + j * 8 + g;
-          w[u][j] = k_ok && c < cols ? load16_stream(l.w + (box.col_begin + c) * l.k + k) : zero;
+          w[u][j] =
+              k_ok && c < cols ? load16_stream(weights + (box.col_begin + c) * l.k + k) : zero;
         }
 #pragma unroll
         for (int i = 0; i < kMTiles; ++i) {

@@ -1,21 +1,35 @@
-// The buffers of linear and lm-head (y = x W^T), shared by both tile bodies, and the output
-// conversion they share.
+// The buffers of linear, lm-head and step-head (y = x W^T), shared by both tile bodies, and the
+// output conversion they share. step-head's w stacks a code predictor's per-step heads, (steps *
+// n, k); the step s is read on the device (a stage input, so one CUDA graph serves every step)
+// and picks W = rows [s * n, (s + 1) * n).
 #pragma once
 
 #include "executor/tiles/common.cuh"
 
 namespace megacut::tiles {
 
-// OutT is bf16 for linear, float for lm-head (logits).
+// OutT is bf16 for linear, float for lm-head and step-head (logits).
 template <typename OutT>
 struct LinearLayout {
   const bf16* x;  // (rows, k)
-  const bf16* w;  // (n, k): the op's weights concatenated along n
+  const bf16* w;  // (n, k): the op's weights concatenated along n; step-head: (steps * n, k)
   OutT* y;        // (rows, n)
   int n;
-  int k;          // multiple of 8
-  TileGrid grid;  // (rows, n)
+  int k;                      // multiple of 8
+  TileGrid grid;              // (rows, n)
+  const int* step = nullptr;  // (1): step-head's step; null for linear and lm-head
+  int steps = 0;              // step-head: heads stacked in w
 };
+
+// The (n, k) weight rows a tile multiplies by: w itself, or step-head's head s. A step outside
+// [0, steps) is clamped into it rather than read out of bounds (the host writes valid steps;
+// the device cannot throw).
+template <typename OutT>
+__device__ __forceinline__ const bf16* weight_rows(const LinearLayout<OutT>& l) {
+  if (l.step == nullptr) return l.w;
+  const long long s = min(max(*l.step, 0), l.steps - 1);
+  return l.w + s * l.n * l.k;
+}
 
 __device__ __forceinline__ void store_out(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }

@@ -37,8 +37,9 @@ struct LinearMmaTile {
 
   __host__ __device__ static int smem_bytes(const Layout&) { return kStages * kStageBytes; }
 
-  // Stage `slot` <- K block `kb`: (kRows + kCols) rows of 8 16-byte chunks.
-  __device__ static void load_block(const Layout& l, const TileBox& box, int kb, char* stage) {
+  // Stage `slot` <- K block `kb`: (kRows + kCols) rows of 8 16-byte chunks, x's then w's.
+  __device__ static void load_block(const Layout& l, const bf16* w, const TileBox& box, int kb,
+                                    char* stage) {
     const int k0 = kb * kBlockK;
     for (int i = threadIdx.x; i < (kRows + kCols) * 8; i += kThreads) {
       const int row = i / 8, chunk = i % 8;
@@ -52,7 +53,7 @@ struct LinearMmaTile {
       } else {
         const long long n = box.col_begin + row - kRows;
         valid = n < box.col_end && k < l.k;
-        src = l.w + (valid ? n * l.k + k : 0);
+        src = w + (valid ? n * l.k + k : 0);
       }
       cp_async16(stage + row * 128 + ((chunk ^ (row & 7)) * 16), src, valid);
     }
@@ -61,6 +62,7 @@ struct LinearMmaTile {
   __device__ static void run(const Layout& l, long long tile, char* smem) {
     if (threadIdx.x >= kThreads) return;
     const TileBox box = l.grid.box(tile);
+    const bf16* const w = weight_rows(l);  // (n, k)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = warp / kWarpsN, wn = warp % kWarpsN;
     const int blocks = (l.k + kBlockK - 1) / kBlockK;
@@ -75,14 +77,14 @@ struct LinearMmaTile {
 
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < blocks) load_block(l, box, s, smem + s * kStageBytes);
+      if (s < blocks) load_block(l, w, box, s, smem + s * kStageBytes);
       cp_async_commit();
     }
     for (int kb = 0; kb < blocks; ++kb) {
       cp_async_wait<kStages - 2>();
       tile_sync<kThreads>();  // block kb landed for all threads; block kb - 1 is consumed
       const int next = kb + kStages - 1;
-      if (next < blocks) load_block(l, box, next, smem + (next % kStages) * kStageBytes);
+      if (next < blocks) load_block(l, w, box, next, smem + (next % kStages) * kStageBytes);
       cp_async_commit();
 
       const char* stage = smem + (kb % kStages) * kStageBytes;

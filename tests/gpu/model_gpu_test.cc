@@ -142,7 +142,7 @@ TEST(ModelGpuTimingTest, MeasureTimesEveryRun) {
   EXPECT_GT(m.ttfo.min, 0);
   EXPECT_GT(m.decode_step.min, 0);
   EXPECT_EQ(m.ttfo.unit, "ms");
-  EXPECT_NEAR(m.tokens_per_s, 2 / (m.decode_step.p50 / 1e3), 1e-6 * m.tokens_per_s);
+  EXPECT_NEAR(m.outputs_per_s, 2 / (m.decode_step.p50 / 1e3), 1e-6 * m.outputs_per_s);
   EXPECT_EQ(m.to_json()["schema"], "megacut.measurement/1");
 }
 

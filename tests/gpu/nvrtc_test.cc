@@ -29,8 +29,9 @@ TEST(Nvrtc, CompilesEveryTileBodyTheModelsUse) {
     }
   }
   std::string source;
-  for (const char* header : {"argmax", "attention", "embedding", "kv_append", "linear", "lm_head",
-                             "qk_norm", "residual_add", "rmsnorm", "rope", "silu_mul"}) {
+  for (const char* header : {"argmax", "attention", "audio_elementwise", "codebook_sum", "conv",
+                             "embedding", "kv_append", "linear", "lm_head", "qk_norm",
+                             "residual_add", "rmsnorm", "rope", "silu_mul"}) {
     source += "#include \"executor/tiles/" + std::string(header) + ".cuh\"\n";
   }
   int k = 0;
