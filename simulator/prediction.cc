@@ -71,6 +71,7 @@ json prediction_to_json(const Prediction& p) {
                       {"time_ns", s.time_ns},
                       {"runs_to_first_output", s.runs_to_first_output},
                       {"runs_per_step", s.runs_per_step},
+                      {"graph_launch_ns", s.graph_launch_ns},
                       {"measured_conv_graph_ns",
                        s.measured_conv_graph_ns ? json(*s.measured_conv_graph_ns) : json(nullptr)},
                       {"regions", regions},

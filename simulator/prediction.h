@@ -60,6 +60,9 @@ struct StagePrediction {
   int64_t runs_to_first_output = 0;
   int64_t runs_per_step = 0;
   TimeNs time_ns = 0;
+  // The part of time_ns that is the host launching the stage's CUDA graph (the profile's fit of
+  // graph launch against nodes): replayed after another stage, the launch overlaps that stage.
+  TimeNs graph_launch_ns = 0;
   std::vector<std::shared_ptr<const RegionResult>> regions;
   std::vector<TimeNs> region_start_ns;
   std::vector<PathStep> critical_path;           // stage time line
@@ -86,9 +89,11 @@ struct Prediction {
   int64_t frames = 0;       // TTS: frames of the first audio chunk
   std::string composition;  // canonical text
   std::vector<StagePrediction> stages;
-  TimeNs ttfo_ns = 0;  // sum over stages of runs_to_first_output x stage time
-  // The steady-state step: sum over stages of runs_per_step x stage time (an LLM's decode
-  // step; a TTS pipeline's next chunk of frames).
+  // The first output: the stage runs that lead to it (model::stage_sequence), replayed back
+  // to back (an LLM's prefill; a TTS pipeline's every run through the first audio chunk).
+  TimeNs ttfo_ns = 0;
+  // The steady-state step, the same way: an LLM's decode step; a TTS pipeline's stage runs of
+  // the next chunk of frames.
   TimeNs decode_step_ns = 0;
   double throughput_per_s = 0;  // batch x the scenario's outputs per step / step
   std::string output_unit = "tokens";

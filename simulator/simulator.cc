@@ -553,6 +553,25 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   return r;
 }
 
+// Stage runs replayed back to back (stage_sequence): the host launches each stage's graph in
+// turn, which takes the stage's graph_launch_ns, while the GPU runs the graphs already
+// launched; a stage starts on the GPU when the one before it has ended (plus one kernel gap)
+// and the host has launched it, and then takes its time less its launch. One run alone (an
+// LLM's prefill, or its decode step) takes its stage's time.
+TimeNs Simulator::sequence_ns(const Prediction& p, const model::Scenario& scenario,
+                              model::Sequence which) const {
+  const TimeNs graph_gap = p50(profile_.micro.kernel_gap_ns);
+  TimeNs host = 0, gpu = 0;
+  bool first = true;
+  for (const std::string& name : model::stage_sequence(scenario, which)) {
+    const StagePrediction& stage = p.stage(name);
+    host += stage.graph_launch_ns;
+    gpu = std::max(first ? 0 : gpu + graph_gap, host) + stage.time_ns - stage.graph_launch_ns;
+    first = false;
+  }
+  return gpu;
+}
+
 Prediction Simulator::simulate(const model::Composition& composition, int64_t batch) {
   const std::vector<model::StageShape> shapes = stage_shapes(batch);
   model::check_composition(composition, shapes);
@@ -601,8 +620,11 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     std::vector<OpOnPath> by_op(g.op_count());
     TimeNs t = 0;
     Boundary before = Boundary::stage_start;
+    const StageState& st = state(stage.name, batch);
+    sp.graph_launch_ns = st.launch_fixed_ns;
     for (const model::Region& region : composition.regions(stage.name)) {
       auto r = simulate_region(stage.name, batch, region, before);
+      sp.graph_launch_ns += r->graph_nodes * st.launch_node_ns;
       sp.region_start_ns.push_back(t);
       for (PathStep step : r->critical_path) {
         step.start_ns += t;
@@ -640,10 +662,10 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
         prof.graph_ns && !p.interpolated) {
       sp.measured_conv_graph_ns = p50(*prof.graph_ns);
     }
-    p.ttfo_ns += stage.runs_to_first_output * t;
-    p.decode_step_ns += stage.runs_per_step * t;
     p.stages.push_back(std::move(sp));
   }
+  p.ttfo_ns = sequence_ns(p, sc, model::Sequence::first_output);
+  p.decode_step_ns = sequence_ns(p, sc, model::Sequence::step);
   p.output_unit = sc.output_unit;
   if (p.decode_step_ns > 0) {
     p.throughput_per_s = static_cast<double>(batch) * sc.outputs_per_step * 1e9 /

@@ -114,6 +114,8 @@ class Simulator {
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
   const ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
+  TimeNs sequence_ns(const Prediction& p, const model::Scenario& scenario,
+                     model::Sequence which) const;
   // The gap from conventional op `op`'s kernel to op + 1's, both in `region`'s stage.
   TimeNs conv_gap(StageState& s, int op, const model::Region& region);
   std::string where(const StageState& s, int op) const;

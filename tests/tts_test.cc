@@ -294,26 +294,60 @@ TEST_F(TtsConfigErrorTest, NamesTheNestedField) {
 namespace megacut::simulator {
 namespace {
 
-// The prediction adds each stage's time as often as the scenario runs it.
-TEST(TtsSimulatorTest, FirstAudioAndStepWeighStagesByTheirRuns) {
+// Stage runs replay back to back: while the GPU runs one stage's graph, the host launches the
+// next, so each run after the first costs its time less its graph launch, plus one kernel gap;
+// unless the host falls behind.
+TEST(TtsSimulatorTest, BackToBackRunsHideTheirGraphLaunches) {
   for (const char* name : {"tiny-qwen3-tts", "tiny-llama-hifigan-tts"}) {
     const Profile profile = testing::synthetic_profile(name, {1, 2}, 16);
     EXPECT_EQ(profile.frames, model::kDefaultFrames);
     Simulator sim(profile, {});
     const model::Scenario sc = sim.scenario(2);
-    const auto shapes = sim.stage_shapes(2);
-    const Prediction p = sim.simulate(model::uniform_composition(shapes, model::RegionKind::mk), 2);
-    TimeNs ttfa = 0, step = 0;
-    for (const model::Stage& stage : sc.stages) {
-      ttfa += stage.runs_to_first_output * p.stage(stage.name).time_ns;
-      step += stage.runs_per_step * p.stage(stage.name).time_ns;
-    }
-    EXPECT_EQ(p.ttfo_ns, ttfa) << name;
-    EXPECT_EQ(p.decode_step_ns, step) << name;
+    const Prediction p =
+        sim.simulate(model::uniform_composition(sim.stage_shapes(2), model::RegionKind::conv), 2);
+    // The synthetic graphs launch in 4 µs and the GPU work of every stage takes longer, so
+    // the host is always ahead: the first run pays its launch, each later one a kernel gap
+    // (800 ns) in its place.
+    auto expected = [&](model::Sequence which) {
+      const std::vector<std::string> runs = model::stage_sequence(sc, which);
+      TimeNs total = p.stage(runs.front()).graph_launch_ns;
+      for (const std::string& stage : runs) {
+        EXPECT_EQ(p.stage(stage).graph_launch_ns, 4000) << stage;  // conv: the fixed part only
+        total += p.stage(stage).time_ns - p.stage(stage).graph_launch_ns;
+      }
+      return total + 800 * static_cast<TimeNs>(runs.size() - 1);
+    };
+    EXPECT_EQ(p.ttfo_ns, expected(model::Sequence::first_output)) << name;
+    EXPECT_EQ(p.decode_step_ns, expected(model::Sequence::step)) << name;
     EXPECT_EQ(p.frames, model::kDefaultFrames);
     EXPECT_EQ(p.output_unit, "audio seconds");
-    EXPECT_DOUBLE_EQ(p.throughput_per_s, 2 * sc.outputs_per_step * 1e9 / double(step));
+    EXPECT_DOUBLE_EQ(p.throughput_per_s, 2 * sc.outputs_per_step * 1e9 / double(p.decode_step_ns));
   }
+}
+
+// A host slower than the GPU: with 1 ms graph launches every run waits for its launch, and the
+// first output comes one launch per run in, plus the last run's work.
+TEST(TtsSimulatorTest, ASlowHostBoundsBackToBackRuns) {
+  testing::SyntheticDevice slow;
+  slow.graph_launch_ns = 1'000'000;
+  const Profile profile = testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16, slow);
+  Simulator sim(profile, {});
+  const model::Scenario sc = sim.scenario(1);
+  const Prediction p =
+      sim.simulate(model::uniform_composition(sim.stage_shapes(1), model::RegionKind::conv), 1);
+  const std::vector<std::string> runs = model::stage_sequence(sc, model::Sequence::first_output);
+  const StagePrediction& last = p.stage(runs.back());
+  EXPECT_EQ(p.ttfo_ns,
+            1'000'000 * static_cast<TimeNs>(runs.size()) + last.time_ns - last.graph_launch_ns);
+}
+
+// An LLM's first output and step are one run each: the stage's time, launch included.
+TEST(TtsSimulatorTest, OneRunTakesItsStagesTime) {
+  Simulator sim(testing::synthetic_profile("tiny-llama", {1}, 16), {});
+  const Prediction p =
+      sim.simulate(model::uniform_composition(sim.stage_shapes(1), model::RegionKind::mk), 1);
+  EXPECT_EQ(p.ttfo_ns, p.stage("prefill").time_ns);
+  EXPECT_EQ(p.decode_step_ns, p.stage("decode").time_ns);
 }
 
 TEST(TtsSimulatorTest, ProfileKeepsItsFrameCount) {
