@@ -42,6 +42,11 @@ done
 if [[ -x "$build/app/megacut" ]] && "$build/app/megacut" run --help >/dev/null 2>&1; then
   step bench-conventional bash "$root/scripts/bench-conventional.sh" "$build/app/megacut" "$out"
   step bench-compositions bash "$root/scripts/bench-compositions.sh" "$build/app/megacut" "$out"
+  for model in qwen3-tts-12hz-0.6b llama-hifigan-tts; do
+    profile=$root/reports/h200/$model/profile.json
+    [[ -f $profile ]] && step "bench-tts-$model" bash "$root/scripts/bench-tts.sh" "$model" \
+      "$profile" "$build/app/megacut" "$out/bench-tts"
+  done
   for model in llama-3.2-1b qwen3-0.6b; do
     step "transformers-$model" python3 "$root/scripts/check_against_transformers.py" \
       --megacut "$build/app/megacut" --model "$model" --batch 4 --out "$out/check-$model.json"
