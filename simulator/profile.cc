@@ -306,9 +306,11 @@ Profile read_profile(const std::filesystem::path& path) {
   return profile_from_json(doc, path.string());
 }
 
+// Compact: a profile of six batch sizes holds some 10^5 numbers, and indenting them doubles the
+// file.
 void write_profile(const Profile& profile, const std::filesystem::path& path) {
   std::ofstream out(path);
-  if (!out || !(out << profile_to_json(profile).dump(1) << "\n")) {
+  if (!out || !(out << profile_to_json(profile).dump() << "\n")) {
     throw Error(path.string() + ": cannot write the profile");
   }
 }
