@@ -67,7 +67,8 @@ void print_batch(Terminal& t, const profiler::BatchSummary& b) {
   const double off = b.ttfo_untraced_ms.p50, on = b.ttfo_traced_ms.p50;
   const double added = off > 0 ? 100.0 * (on - off) / off : 0;
   t.line(printf_string(
-      "batch %lld: TTFO p50 %.4f ms untraced, %.4f ms traced (%+.1f%%); %lld kernel records, "
+      "batch %lld: TTFO (its stage runs, each replayed alone) p50 %.4f ms untraced, %.4f ms "
+      "traced (%+.1f%%); %lld kernel records, "
       "%llu dropped",
       static_cast<long long>(b.batch), off, on, added, static_cast<long long>(b.kernel_records),
       static_cast<unsigned long long>(b.dropped_records)));

@@ -140,7 +140,7 @@ void add_simulate_command(CLI::App& root) {
                   "Composition text (e.g. 'prefill: conv; decode: mk[0:40] conv[40:]') or a "
                   "composition JSON file")
       ->capture_default_str();
-  cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/1) here");
+  cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/2) here");
   cmd->add_option("--trace", opt->trace_path, "Write a Chrome trace of the simulated run here");
   cmd->add_flag("--allow-interpolate", opt->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");

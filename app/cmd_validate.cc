@@ -119,8 +119,9 @@ simulator::Profile profile_model(const ValidateCommandOptions& o,
                              done + 1, batches.size(), phase.c_str(), step, steps));
   };
   listener.batch_done = [&](const profiler::BatchSummary& b) {
-    t.line(printf_string("profiled batch %lld: TTFO p50 %.4f ms (untraced)",
-                         static_cast<long long>(b.batch), b.ttfo_untraced_ms.p50));
+    t.line(
+        printf_string("profiled batch %lld: TTFO p50 %.4f ms (its stage runs, each replayed alone)",
+                      static_cast<long long>(b.batch), b.ttfo_untraced_ms.p50));
     ++done;
   };
   t.line("profiling " + o.model + " into " + out.string() + " (as megacut profile does)");

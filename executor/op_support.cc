@@ -60,11 +60,7 @@ std::string first_failure(std::initializer_list<std::string> checks) {
   return {};
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + str(shape[i]);
-  return text + ")";
-}
+using model::shape_text;
 
 std::string check_shape(const Tensor& t, const std::vector<int64_t>& want) {
   if (t.shape == want) return {};

@@ -51,7 +51,8 @@ struct ConvShape {
 };
 ConvShape conv_shape(const model::Graph& graph, const model::Op& op);
 
-// Shared memory the tensor-core conv body may stage into: two CTAs fit an SM of 228 KB.
+// Shared memory the tensor-core conv body may stage into: at most half of an SM's shared
+// memory on the sm_90 targets megacut builds for, so that two of its CTAs can share an SM.
 inline constexpr int kConvMmaSmemBytes = 112 * 1024;
 
 // The C++ type of the tile body that runs op `op`, e.g. "megacut::tiles::LinearMmaTile<64,

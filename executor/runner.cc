@@ -154,7 +154,12 @@ nlohmann::json Measurement::to_json() const {
                         {"prefill_cost", cost_json(prefill_cost)},
                         {"decode_cost", cost_json(decode_cost)},
                         {"copy_bytes_per_s", copy_bytes_per_s}};
-  if (frames > 0) doc["frames"] = frames;
+  if (frames > 0) {
+    doc["frames"] = frames;
+    nlohmann::json costs = nlohmann::json::object();
+    for (const auto& [stage, cost] : stage_costs) costs[stage] = cost_json(cost);
+    doc["stage_costs"] = costs;
+  }
   if (output_unit == "tokens") doc["tokens_per_s"] = outputs_per_s;
   return doc;
 }
@@ -284,8 +289,11 @@ struct ScenarioRunner::Impl {
   }
 
   // The stage inputs no stage writes (the prompt; a TTS pipeline's frame codes and acoustic
-  // frames; a code predictor's step): random, the same for every run.
+  // frames; a code predictor's step), and the KV cache positions a stage reads that no stage
+  // writes (a TTS talker step in the middle of its chunk, a code predictor step past a frame's
+  // first): random, the same for every run.
   void fill_inputs() {
+    fill_unwritten_cache_rows();
     std::set<std::string> written;
     for (const auto& stage : stages) {
       for (const model::Op& op : stage->graph.ops()) {
@@ -294,6 +302,7 @@ struct ScenarioRunner::Impl {
     }
     std::mt19937_64 rng(options.token_seed);
     std::set<std::string> filled;
+
     for (const auto& stage : stages) {
       const model::Graph& g = stage->graph;
       for (size_t id = 0; id < g.tensors().size(); ++id) {
@@ -318,6 +327,42 @@ struct ScenarioRunner::Impl {
           for (uint16_t& v : values) v = float_to_bf16(draw(rng));
           CUDA_CHECK(cudaMemcpy(buffers.at(key), values.data(), count * sizeof(uint16_t),
                                 cudaMemcpyHostToDevice));
+        }
+      }
+    }
+  }
+
+  void fill_unwritten_cache_rows() {
+    struct Cache {
+      std::vector<std::pair<int64_t, int64_t>> written;  // positions [begin, end)
+      int64_t read_end = 0;
+      int64_t width = 0;
+    };
+    std::map<std::string, Cache> caches;
+    for (const auto& stage : stages) {
+      const model::Stage& spec = scenario.stage(stage->graph.stage());
+      for (const model::Tensor& t : stage->graph.tensors()) {
+        if (t.role != model::TensorRole::state) continue;
+        Cache& c = caches[buffer_key(stage->graph, t)];
+        c.written.emplace_back(spec.past_len, spec.past_len + spec.seq_len);
+        c.read_end = std::max(c.read_end, spec.past_len + spec.seq_len);
+        c.width = t.shape[2];
+      }
+    }
+    std::mt19937_64 rng(options.token_seed + 1);
+    std::normal_distribution<float> draw(0.0f, 1.0f);
+    for (const auto& [key, c] : caches) {
+      std::vector<uint16_t> row(static_cast<size_t>(c.width));
+      for (int64_t position = 0; position < c.read_end; ++position) {
+        const bool written = std::any_of(c.written.begin(), c.written.end(), [&](const auto& w) {
+          return position >= w.first && position < w.second;
+        });
+        if (written) continue;
+        for (int64_t b = 0; b < scenario.batch; ++b) {
+          for (uint16_t& v : row) v = float_to_bf16(draw(rng));
+          const int64_t offset = (b * kv_capacity + position) * c.width;
+          CUDA_CHECK(cudaMemcpy(buffers.at(key) + offset * sizeof(uint16_t), row.data(),
+                                row.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
         }
       }
     }
@@ -460,6 +505,8 @@ Measurement ScenarioRunner::measure() {
   r.weight_bytes = m.weight_plan.arena_bytes;
   r.prefill_cost = m.stage("prefill").graph.total_cost();
   r.decode_cost = m.stage("decode").graph.total_cost();
+  for (const auto& s : m.stages)
+    r.stage_costs.emplace_back(s->graph.stage(), s->graph.total_cost());
   r.copy_bytes_per_s = measure_copy_bandwidth();
   return r;
 }

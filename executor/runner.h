@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/conventional.h"
@@ -59,6 +60,7 @@ struct Measurement {
   int64_t weight_bytes = 0;
   model::TileCost prefill_cost;
   model::TileCost decode_cost;
+  std::vector<std::pair<std::string, model::TileCost>> stage_costs;  // every stage, in order
   double copy_bytes_per_s = 0;
 
   nlohmann::json to_json() const;  // "schema": "megacut.measurement/1"

@@ -16,6 +16,7 @@
 
 #include "model/config.h"
 #include "model/error.h"
+#include "model/tensor.h"
 
 namespace megacut::executor::safetensors {
 namespace {
@@ -53,13 +54,7 @@ constexpr std::array<DtypeName, 15> kDtypes = {{{Dtype::BOOL, "BOOL", 1},
   fail(file, "tensor '" + std::string(tensor) + "': " + std::string(what));
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
+using model::shape_text;
 
 std::string range_text(uint64_t begin, uint64_t end) {
   std::string text = "[";

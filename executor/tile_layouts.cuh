@@ -57,7 +57,7 @@ tiles::ResidualAddTile::Layout residual_add_layout(const model::Graph&, const mo
 tiles::ArgmaxTile::Layout argmax_layout(const model::Graph&, const model::Op&, const StageBuffers&);
 // The audio kinds. conv_layout serves conv1d and conv-transpose1d (the bias, when the op has
 // one, follows the kernel in the op's weights); elementwise_layout serves snake-beta,
-// leaky-relu, tanh and add-scaled.
+// leaky-relu, tanh, gelu and add-scaled.
 tiles::CodebookSumTile::Layout codebook_sum_layout(const model::Graph&, const model::Op&,
                                                    const StageBuffers&);
 tiles::ConvLayout conv_layout(const model::Graph&, const model::Op&, const StageBuffers&);

@@ -18,13 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shape_text(std::span<const int64_t> shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
+using model::shape_text;
 
 int64_t element_count(std::span<const int64_t> shape) {
   int64_t n = 1;

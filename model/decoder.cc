@@ -109,16 +109,10 @@ Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t ba
   b.add("embed", "embedding", {ids}, {table}, x, b.row_tiling(c.hidden_size, c.hidden_size));
   for (int layer = 0; layer < c.num_layers; ++layer) x = b.decoder_layer(c, "model.", "", layer, x);
 
-  const int h = b.activation("final_norm", batch, c.hidden_size);
-  b.add("final_norm", "rmsnorm", {x}, {b.weight("model.norm.weight", {c.hidden_size})}, h,
-        Tiling{batch, c.hidden_size, build::row_op_rows(batch), c.hidden_size},
-        {{"eps", c.rms_norm_eps}, {"select_stride", double(stage.seq_len)}});
+  const int h = b.final_norm(c, "model.norm.weight", x);
   const int head =
       c.tie_word_embeddings ? table : b.weight("lm_head.weight", {c.vocab_size, c.hidden_size});
-  const int logits = b.activation("logits", batch, c.vocab_size, DType::f32);
-  b.add("lm_head", "lm-head", {h}, {head}, logits, build::linear_tiling(batch, c.vocab_size, true));
-  const int next = b.activation("next_token", batch, 1, DType::i32);
-  b.add("argmax", "argmax", {logits}, {}, next, Tiling{batch, 1, 1, 1});
+  b.head_and_argmax("lm_head", "lm-head", {h}, head, c.vocab_size);
   return b.finish();
 }
 

@@ -220,7 +220,8 @@ class ResidualAdd final : public Kind {
 // step-embedding and step-head: a code predictor's per-step embedding tables and heads,
 // stacked along rows (steps * entries, hidden); input 1 is the step s (i32, one value, a stage
 // input) that picks rows [s * entries, (s + 1) * entries). step-embedding: out[t, :] =
-// table[s * entries + ids[t], :], input 0 the ids (i32). step-head: logits = h W_s^T (f32),
+// table[s * entries + ids[t] % entries, :], input 0 the ids (i32; a talker's control codes, at
+// or above entries, wrap). step-head: logits = h W_s^T (f32),
 // input 0 the hidden states; only the chosen head's rows are read.
 class StepEmbedding final : public Kind {
  public:

@@ -52,17 +52,20 @@ Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len
   if (prompt_len <= 0) {
     throw Error("--prompt-len: must be positive, got " + std::to_string(prompt_len));
   }
-  if (frames < 0) throw Error("--frames: must be positive, got " + std::to_string(frames));
+  if (frames < 0)
+    throw Error("--frames: must be positive (0: the default), got " + std::to_string(frames));
   if (frames > 0 && !model.tts) {
     throw Error("--frames: " + model.name + " is not a TTS pipeline (frames count audio frames)");
   }
   if (model.tts && frames == 0) frames = kDefaultFrames;
-  // The talker's cache holds the prompt and every frame after the first.
+  // The talker's cache holds the prompt and the positions its decode steps run at (a
+  // streaming step runs one even when the first chunk needs none).
   const int64_t positions = prompt_len + std::max<int64_t>(frames - 1, 1);
   if (positions > model.decoder.max_position) {
     throw Error("--prompt-len: " + std::to_string(prompt_len) + " plus " +
-                (model.tts ? std::to_string(frames - 1) + " decoded frames" : "one decoded token") +
-                " exceeds " + model.config_path.string() + " max_position_embeddings " +
+                std::to_string(positions - prompt_len) +
+                (model.tts ? " decoded frames" : " decoded token") + " exceeds " +
+                model.config_path.string() + " max_position_embeddings " +
                 std::to_string(model.decoder.max_position));
   }
   Scenario s;

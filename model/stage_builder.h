@@ -122,6 +122,26 @@ class StageBuilder {
   int decoder_layer(const DecoderConfig& c, const std::string& weight_prefix,
                     const std::string& name_prefix, int layer, int x, int64_t window = 0);
 
+  // The final rmsnorm of a layer stack, of each sequence's last position only (all a head
+  // needs for the next token or frame): (batch, hidden).
+  int final_norm(const DecoderConfig& c, const std::string& weight, int x) {
+    const int h = activation("final_norm", batch_, c.hidden_size);
+    add("final_norm", "rmsnorm", {x}, {this->weight(weight, {c.hidden_size})}, h,
+        Tiling{batch_, c.hidden_size, row_op_rows(batch_), c.hidden_size},
+        {{"eps", c.rms_norm_eps}, {"select_stride", double(stage_.seq_len)}});
+    return h;
+  }
+
+  // A head `name` of kind `kind` (lm-head, step-head) over the normed rows into f32 logits,
+  // and the greedy pick of the next token.
+  void head_and_argmax(const std::string& name, std::string_view kind, std::vector<int> inputs,
+                       int weight, int64_t vocab) {
+    const int logits = activation("logits", batch_, vocab, DType::f32);
+    add(name, kind, std::move(inputs), {weight}, logits, linear_tiling(batch_, vocab, true));
+    const int next = activation("next_token", batch_, 1, DType::i32);
+    add("argmax", "argmax", {logits}, {}, next, Tiling{batch_, 1, 1, 1});
+  }
+
  private:
   Attrs rope_attrs(const DecoderConfig& c, Attrs a) const;
 

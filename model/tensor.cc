@@ -7,6 +7,14 @@
 
 namespace megacut::model {
 
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
 int dtype_bytes(DType dtype) {
   switch (dtype) {
     case DType::bf16:

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,9 @@ std::string_view dtype_name(DType dtype);
 enum class TensorRole { input, activation, weight, state };
 
 std::string_view role_name(TensorRole role);
+
+// A shape as text for messages: "[16, 8, 3]".
+std::string shape_text(std::span<const int64_t> shape);
 
 struct Tensor {
   std::string name;  // weights carry their Hugging Face name

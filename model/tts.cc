@@ -44,21 +44,7 @@ int talker_stack(StageBuilder& b, const DecoderConfig& c, const std::string& pre
   for (int layer = 0; layer < c.num_layers; ++layer) {
     x = b.decoder_layer(c, prefix + "model.", name_prefix, layer, x);
   }
-  const int h = b.activation("final_norm", b.batch(), c.hidden_size);
-  b.add("final_norm", "rmsnorm", {x}, {b.weight(prefix + "model.norm.weight", {c.hidden_size})}, h,
-        Tiling{b.batch(), c.hidden_size, build::row_op_rows(b.batch()), c.hidden_size},
-        {{"eps", c.rms_norm_eps}, {"select_stride", double(b.stage().seq_len)}});
-  return h;
-}
-
-// A head over the normed rows and the greedy pick of the next code.
-void head_and_argmax(StageBuilder& b, std::string_view kind, std::vector<int> inputs, int weight,
-                     int64_t vocab) {
-  const int logits = b.activation("logits", b.batch(), vocab, DType::f32);
-  b.add("head", kind, std::move(inputs), {weight}, logits,
-        build::linear_tiling(b.batch(), vocab, true));
-  const int next = b.activation("next_token", b.batch(), 1, DType::i32);
-  b.add("argmax", "argmax", {logits}, {}, next, Tiling{b.batch(), 1, 1, 1});
+  return b.final_norm(c, prefix + "model.norm.weight", x);
 }
 
 // Audio ops of one stage: tensors of rows x channels whose rows per sequence change as
@@ -140,8 +126,6 @@ class AudioBuilder {
     return out;
   }
 
-  StageBuilder& builder() { return b_; }
-
  private:
   StageBuilder& b_;
   int x_;
@@ -167,9 +151,9 @@ Graph prefill(const ModelSpec& model, const Stage& stage, int64_t batch) {
           {b.weight("talker.text_projection.weight", {c.hidden_size, tts.text_hidden_size})}, x,
           build::linear_tiling(b.rows(), c.hidden_size, false));
     const int h = talker_stack(b, c, "talker.", x);
-    head_and_argmax(b, "lm-head", {h},
-                    b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
-                    c.vocab_size);
+    b.head_and_argmax("head", "lm-head", {h},
+                      b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
+                      c.vocab_size);
   } else {
     b.add("embed", "embedding", {ids},
           {b.weight("talker.model.embed_tokens.weight", {c.vocab_size, c.hidden_size})}, x,
@@ -197,9 +181,9 @@ Graph decode(const ModelSpec& model, const Stage& stage, int64_t batch) {
           {b.weight("talker.model.codec_embedding.weight", {groups * c.vocab_size, c.hidden_size})},
           x, b.row_tiling(c.hidden_size, c.hidden_size), {{"entries", double(c.vocab_size)}});
     const int h = talker_stack(b, c, "talker.", x);
-    head_and_argmax(b, "lm-head", {h},
-                    b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
-                    c.vocab_size);
+    b.head_and_argmax("head", "lm-head", {h},
+                      b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
+                      c.vocab_size);
   } else {
     const int frame_in = b.input("prev_frame", DType::bf16, {b.rows(), tts.frame_dim});
     b.add("frame_embed", "linear", {frame_in},
@@ -230,9 +214,9 @@ Graph code_predictor(const ModelSpec& model, const Stage& stage, int64_t batch) 
         x, b.row_tiling(c.hidden_size, c.hidden_size), {{"entries", double(c.vocab_size)}});
   // Its own op names, so its KV caches are not the talker's.
   const int h = talker_stack(b, c, prefix, x, "code_predictor.");
-  head_and_argmax(b, "step-head", {h, step},
-                  b.weight(prefix + "lm_head.weight", {cp.steps() * c.vocab_size, c.hidden_size}),
-                  c.vocab_size);
+  b.head_and_argmax("head", "step-head", {h, step},
+                    b.weight(prefix + "lm_head.weight", {cp.steps() * c.vocab_size, c.hidden_size}),
+                    c.vocab_size);
   return b.finish();
 }
 

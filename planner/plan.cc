@@ -43,7 +43,11 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
   if (error) std::rethrow_exception(error);
 }
 
-// How one stage's time counts in an objective's primary and secondary keys.
+// How one stage's time counts in an objective's primary and secondary keys: as often as the
+// scenario runs it. Where runs replay back to back (a TTS pipeline), the simulator hides each
+// later run's graph launch behind the run before it (Simulator::sequence_ns), which this sum
+// does not: the search then orders compositions by a key that counts launches in full, and the
+// ranked list it returns is ordered by the simulator's own prediction.
 struct Weights {
   int64_t primary = 0;
   int64_t secondary = 0;

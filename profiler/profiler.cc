@@ -94,7 +94,9 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   };
 
   // Stages replay in scenario order, as in serving (a decode step follows the prefill that filled
-  // its cache); the first output's time adds each stage's replays before it.
+  // its cache), each timed alone; the first output's time printed adds each stage's replay as
+  // often as the first output runs it. (A TTS pipeline's runs replayed back to back, as `megacut
+  // run` times them, take less: the host launches each graph while the GPU runs the one before.)
   const int iterations = options.warmup + options.runs;
   std::vector<std::vector<double>> graph_ns(stage_count), traced_graph_ns(stage_count);
   std::vector<double> ttfo_untraced, ttfo_traced;

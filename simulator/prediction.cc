@@ -88,21 +88,22 @@ json prediction_to_json(const Prediction& p) {
                     {"lower", p.interpolated->lower},
                     {"upper", p.interpolated->upper}};
   }
-  return {{"schema", kPredictionSchema},
-          {"model", p.model},
-          {"device", p.device},
-          {"sm_count", p.sm_count},
-          {"batch", p.batch},
-          {"prompt_len", p.prompt_len},
-          {"frames", p.frames},
-          {"composition", p.composition},
-          {"ttfo_ns", p.ttfo_ns},
-          {"decode_step_ns", p.decode_step_ns},
-          {"throughput_per_s", p.throughput_per_s},
-          {"output_unit", p.output_unit},
-          {"interpolated", interpolated},
-          {"notes", p.notes},
-          {"stages", stages}};
+  json doc = {{"schema", kPredictionSchema},
+              {"model", p.model},
+              {"device", p.device},
+              {"sm_count", p.sm_count},
+              {"batch", p.batch},
+              {"prompt_len", p.prompt_len},
+              {"composition", p.composition},
+              {"ttfo_ns", p.ttfo_ns},
+              {"decode_step_ns", p.decode_step_ns},
+              {"throughput_per_s", p.throughput_per_s},
+              {"output_unit", p.output_unit},
+              {"interpolated", interpolated},
+              {"notes", p.notes},
+              {"stages", stages}};
+  if (p.frames > 0) doc["frames"] = p.frames;
+  return doc;
 }
 
 }  // namespace megacut::simulator

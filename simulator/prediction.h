@@ -1,6 +1,6 @@
 // What the simulator predicts: per region, per stage, and for the scenario (TTFO, decode step,
 // throughput), with the critical path and per-SM utilization; JSON form
-// "megacut.prediction/1".
+// "megacut.prediction/2".
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 namespace megacut::simulator {
 
-inline constexpr std::string_view kPredictionSchema = "megacut.prediction/1";
+inline constexpr std::string_view kPredictionSchema = "megacut.prediction/2";
 
 // What ran before a region's first kernel: it decides the launch gap the region pays.
 enum class Boundary { stage_start, after_conv, after_mk };

@@ -341,7 +341,7 @@ TEST(SimulatorTest, PredictionJson) {
   Simulator sim(tiny());
   const Prediction p = sim.simulate(parse(sim, "prefill: mk; decode: conv[0:5] mk[5:]", 2), 2);
   const nlohmann::json j = prediction_to_json(p);
-  EXPECT_EQ(j["schema"], "megacut.prediction/1");
+  EXPECT_EQ(j["schema"], "megacut.prediction/2");
   EXPECT_EQ(j["composition"], "prefill: mk[0:28]; decode: conv[0:5] mk[5:28]");
   EXPECT_EQ(j["ttfo_ns"], p.ttfo_ns);
   EXPECT_EQ(j["stages"][1]["regions"].size(), 2u);

@@ -1,7 +1,7 @@
 // The element-wise kinds of audio decoders: snake-beta, leaky-relu, tanh, gelu and add-scaled.
 // fp32 arithmetic, one rounding to bf16.
 //
-// One body shape for all four, ElementwiseTile<F>, F the per-element function: 16 bytes per
+// One body shape for all five, ElementwiseTile<F>, F the per-element function: 16 bytes per
 // access where the rows and the tile are whole 8-channel chunks (the codec's and the vocoder's
 // hidden widths), element by element otherwise (the one-channel waveform before the last tanh).
 // snake-beta takes exp of its per-channel log parameters once per element it computes; the op

@@ -14,10 +14,8 @@
 // A fragment, row by row.
 //
 // Staging is not overlapped with the multiplies within a CTA (two CTAs per SM overlap each
-// other), and the weights are re-read per 128-row tile: measured on an H200, 768 -> 768
-// channels, kernel 7, 1024 rows ran at 36 TFLOP/s in 128 x 128 tiles and 55 in 64 x 64; a
-// stride-8 conv-transpose1d 768 -> 384 at 22. Pipelining the weight staging (cp.async of the
-// raw weights a step ahead, then a shared-to-shared transpose) is the next step.
+// other), and the weights are re-read per 128-row tile (AudioOpsThroughput in
+// tests/gpu/audio_ops_test.cc prints what that costs).
 //
 // conv1d (dense): output row r of the tile reads window row r + j * dilation through tap j.
 // conv-transpose1d: output row t reads input row t / stride - n through tap t % stride +

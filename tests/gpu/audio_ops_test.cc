@@ -1,10 +1,11 @@
 // The audio op kinds' tile bodies (codebook-sum, conv1d, conv-transpose1d, snake-beta,
-// leaky-relu, tanh, add-scaled) against their float64 references, on one-op graphs built by hand:
-// batch 1 and 3, odd sequence lengths, channel counts from 1 to 768, kernels 3 to 16, dilations 1
-// to 5, causal and centred convolutions, strides 2 to 8, depthwise and grouped convolutions, both
-// conv bodies (tensor-core and direct). Inputs are random bf16 (never zeros), outputs poisoned with
-// NaN before each run, and |got - ref| <= atol + rtol * |ref| everywhere. Then a chain of all seven
-// kinds runs as one megakernel region and must match its conventional run.
+// leaky-relu, tanh, gelu, add-scaled) against their float64 references, on one-op graphs built by
+// hand: batch 1 and 3, odd sequence lengths, channel counts from 1 to 768, kernels 3 to 16,
+// dilations 1 to 5, causal and centred convolutions, strides 2 to 8, depthwise and grouped
+// convolutions, both conv bodies (tensor-core and direct). Inputs are random bf16 (never zeros),
+// outputs poisoned with NaN before each run, and |got - ref| <= atol + rtol * |ref| everywhere.
+// Then a chain of seven kinds (all but gelu, whose body is the element-wise one the chain's others
+// share) runs as one megakernel region and must match its conventional run.
 //
 // Host only (run everywhere): which body each shape gets, the shapes can_implement refuses and
 // why, and the region kernel of every audio body compiling with NVRTC.
@@ -421,7 +422,7 @@ TEST(AudioOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
     g.add_op("conv", "conv1d", {x}, {w}, tensor(g, "y", TensorRole::activation, {8, 8}),
              {8, 8, 8, 8}, {{"kernel", 3}, {"dilation", 1}, {"groups", 1}, {"len", 8}});
     g.finalize();
-    EXPECT_EQ(refusal(g), "op conv (conv1d): 'w' has shape (16, 8, 3), expected (8, 16, 3)");
+    EXPECT_EQ(refusal(g), "op conv (conv1d): 'w' has shape [16, 8, 3], expected [8, 16, 3]");
   }
   {  // Groups that do not divide the channels.
     Graph g("decode", 1);
@@ -478,8 +479,8 @@ TEST(AudioOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
 
 // codebook-sum -> causal conv1d (tensor cores) -> snake-beta -> conv-transpose1d x2 (tensor
 // cores) -> leaky-relu -> centred depthwise conv1d (direct) -> add-scaled (the leaky-relu output
-// and the conv's) -> centred conv1d to one channel (direct) -> tanh: every audio body, tiles of
-// several widths, dependencies across sequence boundaries and look-ahead.
+// and the conv's) -> centred conv1d to one channel (direct) -> tanh: every audio body but gelu's
+// function, tiles of several widths, dependencies across sequence boundaries and look-ahead.
 struct Chain {
   static constexpr int64_t kBatch = 2, kLen = 24, kCodebooks = 4, kEntries = 32, kDim = 64;
   Graph g{"decode", kBatch};

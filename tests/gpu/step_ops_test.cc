@@ -241,7 +241,7 @@ TEST(StepOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
              tensor(g, "y", TensorRole::activation, {1, 64}), {1, 64, 1, 64}, {{"entries", 32}});
     g.finalize();
     EXPECT_EQ(refusal(g),
-              "op embed (step-embedding): step 'step' has shape (2), expected one value");
+              "op embed (step-embedding): step 'step' has shape [2], expected one value");
   }
   {  // A step as bf16.
     Graph g("code-predictor", 1);
@@ -263,7 +263,7 @@ TEST(StepOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
              tensor(g, "y", TensorRole::activation, {1, 64}), {1, 64, 1, 64}, {{"entries", 32}});
     g.finalize();
     EXPECT_EQ(refusal(g),
-              "op embed (step-embedding): 'tables' has shape (100, 64), expected (steps * 32, 64)");
+              "op embed (step-embedding): 'tables' has shape [100, 64], expected (steps * 32, 64)");
   }
   {  // A head whose logits are not one step's entries.
     Graph g("code-predictor", 1);
@@ -285,7 +285,7 @@ TEST(StepOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
              tensor(g, "logits", TensorRole::activation, {1, 32}, DType::f32), {1, 32, 1, 16});
     g.finalize();
     EXPECT_EQ(refusal(g),
-              "op head (step-head): 'heads' has shape (96, 128), expected (steps * 32, 64)");
+              "op head (step-head): 'heads' has shape [96, 128], expected (steps * 32, 64)");
   }
 }
 
