@@ -47,6 +47,23 @@ int talker_stack(StageBuilder& b, const DecoderConfig& c, const std::string& pre
   return b.final_norm(c, prefix + "model.norm.weight", x);
 }
 
+// The talker's output from its normed rows: Qwen3-TTS's codec head and the greedy first code
+// of the next frame; llama-hifigan-tts's frame head, the next acoustic frame.
+void talker_head(StageBuilder& b, const ModelSpec& model, int h) {
+  const DecoderConfig& c = model.decoder;
+  const TtsConfig& tts = *model.tts;
+  if (tts.codec) {
+    b.head_and_argmax("head", "lm-head", {h},
+                      b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
+                      c.vocab_size);
+    return;
+  }
+  const int frame = b.activation("frame", b.batch(), tts.frame_dim);
+  b.add("frame_head", "linear", {h},
+        {b.weight("talker.frame_head.weight", {tts.frame_dim, c.hidden_size})}, frame,
+        build::linear_tiling(b.batch(), tts.frame_dim, false));
+}
+
 // Audio ops of one stage: tensors of rows x channels whose rows per sequence change as
 // transposed convolutions upsample them.
 class AudioBuilder {
@@ -150,20 +167,12 @@ Graph prefill(const ModelSpec& model, const Stage& stage, int64_t batch) {
     b.add("text_projection", "linear", {text},
           {b.weight("talker.text_projection.weight", {c.hidden_size, tts.text_hidden_size})}, x,
           build::linear_tiling(b.rows(), c.hidden_size, false));
-    const int h = talker_stack(b, c, "talker.", x);
-    b.head_and_argmax("head", "lm-head", {h},
-                      b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
-                      c.vocab_size);
   } else {
     b.add("embed", "embedding", {ids},
           {b.weight("talker.model.embed_tokens.weight", {c.vocab_size, c.hidden_size})}, x,
           b.row_tiling(c.hidden_size, c.hidden_size));
-    const int h = talker_stack(b, c, "talker.", x);
-    const int frame = b.activation("frame", batch, tts.frame_dim);
-    b.add("frame_head", "linear", {h},
-          {b.weight("talker.frame_head.weight", {tts.frame_dim, c.hidden_size})}, frame,
-          build::linear_tiling(batch, tts.frame_dim, false));
   }
+  talker_head(b, model, talker_stack(b, c, "talker.", x));
   return b.finish();
 }
 
@@ -180,21 +189,13 @@ Graph decode(const ModelSpec& model, const Stage& stage, int64_t batch) {
     b.add("embed", "codebook-sum", {codes},
           {b.weight("talker.model.codec_embedding.weight", {groups * c.vocab_size, c.hidden_size})},
           x, b.row_tiling(c.hidden_size, c.hidden_size), {{"entries", double(c.vocab_size)}});
-    const int h = talker_stack(b, c, "talker.", x);
-    b.head_and_argmax("head", "lm-head", {h},
-                      b.weight("talker.codec_head.weight", {c.vocab_size, c.hidden_size}),
-                      c.vocab_size);
   } else {
     const int frame_in = b.input("prev_frame", DType::bf16, {b.rows(), tts.frame_dim});
     b.add("frame_embed", "linear", {frame_in},
           {b.weight("talker.frame_embed.weight", {c.hidden_size, tts.frame_dim})}, x,
           build::linear_tiling(b.rows(), c.hidden_size, false));
-    const int h = talker_stack(b, c, "talker.", x);
-    const int frame = b.activation("frame", batch, tts.frame_dim);
-    b.add("frame_head", "linear", {h},
-          {b.weight("talker.frame_head.weight", {tts.frame_dim, c.hidden_size})}, frame,
-          build::linear_tiling(batch, tts.frame_dim, false));
   }
+  talker_head(b, model, talker_stack(b, c, "talker.", x));
   return b.finish();
 }
 

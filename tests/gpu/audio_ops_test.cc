@@ -33,6 +33,7 @@
 #include "model/error.h"
 #include "model/graph.h"
 #include "tests/gpu/gpu_support.h"
+#include "tests/gpu/op_buffers.h"
 
 namespace megacut::testing {
 namespace {
@@ -154,36 +155,6 @@ std::vector<ConvCase> conv_cases() {
       {true, 1, 9, 8, 1, 4, 2, 1, 0, true, 32, 1, false},
   };
 }
-
-// One op's device buffers: every tensor of the graph (inputs uploaded as given, the rest
-// poisoned) and the op's weights concatenated in op.weights order.
-class OpBuffers {
- public:
-  explicit OpBuffers(const Graph& g) : g_(g) {
-    buffers.tensors.assign(g.tensors().size(), nullptr);
-    buffers.op_weights.assign(g.op_count(), nullptr);
-  }
-  DeviceBuffer& place(int id, DeviceBuffer d) {
-    owned_.push_back(std::move(d));
-    buffers.tensors[id] = owned_.back().get();
-    return owned_.back();
-  }
-  DeviceBuffer& poisoned(int id) { return place(id, DeviceBuffer(g_.tensor(id).bytes())); }
-  void set_weights(int op, const std::vector<float>& values) {
-    owned_.push_back(upload_bf16(values));
-    buffers.op_weights[op] = owned_.back().get();
-  }
-  void launch(int op) {
-    executor::launch_op(g_, op, buffers, nullptr);
-    CUDA_CHECK(cudaDeviceSynchronize());
-  }
-
-  executor::StageBuffers buffers;
-
- private:
-  const Graph& g_;
-  std::deque<DeviceBuffer> owned_;
-};
 
 // Weights scaled so that outputs stay near 1 whatever the fan-in; a bias in [-0.5, 0.5).
 struct ConvWeights {

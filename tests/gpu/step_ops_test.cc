@@ -41,6 +41,7 @@
 #include "model/scenario.h"
 #include "model/schedule.h"
 #include "tests/gpu/gpu_support.h"
+#include "tests/gpu/op_buffers.h"
 
 namespace megacut::testing {
 namespace {
@@ -137,32 +138,6 @@ std::vector<StepCase> step_cases() {
       {true, 130, 1024, 2048, 15, 128, 128, true},
   };
 }
-
-// One op's device buffers: every tensor of the graph (inputs uploaded as given, the rest
-// poisoned) and the op's weights.
-class OpBuffers {
- public:
-  explicit OpBuffers(const Graph& g) : g_(g) {
-    buffers.tensors.assign(g.tensors().size(), nullptr);
-    buffers.op_weights.assign(g.op_count(), nullptr);
-  }
-  DeviceBuffer& place(int id, DeviceBuffer d) {
-    owned_.push_back(std::move(d));
-    buffers.tensors[id] = owned_.back().get();
-    return owned_.back();
-  }
-  DeviceBuffer& poisoned(int id) { return place(id, DeviceBuffer(g_.tensor(id).bytes())); }
-  void set_weights(int op, std::span<const float> values) {
-    owned_.push_back(upload_bf16(values));
-    buffers.op_weights[op] = owned_.back().get();
-  }
-
-  executor::StageBuffers buffers;
-
- private:
-  const Graph& g_;
-  std::deque<DeviceBuffer> owned_;
-};
 
 void set_i32(DeviceBuffer& d, std::span<const int32_t> values) {
   CUDA_CHECK(cudaMemcpy(d.get(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
