@@ -207,7 +207,7 @@ std::string why_not_step(const Graph& g, const Op& op) {
            " weights, expected the stacked " + (head ? "heads" : "tables");
   }
   const Tensor& w = g.tensor(op.weights[0]);
-  const int64_t entries = step_entries(g, op);
+  const int64_t entries = model::step_entries(g, op);
   const int64_t width = cols_of(g, head ? op.inputs[0] : op.output);
   if (entries <= 0 || w.shape.size() != 2 || w.shape[0] == 0 || w.shape[0] % entries != 0 ||
       w.shape[1] != width) {
@@ -311,10 +311,6 @@ std::string why_not(const Graph& g, const Op& op) {
 }
 
 }  // namespace
-
-int64_t step_entries(const Graph& graph, const Op& op) {
-  return op.attrs.has("entries") ? op.attrs.i("entries") : cols_of(graph, op.output);
-}
 
 Support can_implement(const Graph& graph, int op) {
   const Op& o = graph.op(op);

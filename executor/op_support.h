@@ -19,10 +19,6 @@ struct Support {
 // Whether the tile bodies implement op `op` of `graph` (kind, dtypes, shapes, tiling).
 Support can_implement(const model::Graph& graph, int op);
 
-// Rows of one step of a step-embedding's tables or a step-head's heads (stacked along rows,
-// input 1 the step): the attr "entries" where the op has it, else the output's columns.
-int64_t step_entries(const model::Graph& graph, const model::Op& op);
-
 // Which body instantiation runs a linear, lm-head or step-head op.
 struct LinearShape {
   bool mma = false;  // tensor-core GEMM (tile_rows == 128), else the few-rows body

@@ -67,7 +67,7 @@ tiles::EmbeddingTile::Layout step_embedding_layout(const Graph& g, const Op& op,
                                                    const StageBuffers& b) {
   tiles::EmbeddingTile::Layout l = embedding_layout(g, op, b);
   l.step = step_ptr(g, op, b);
-  l.entries = step_entries(g, op);
+  l.entries = model::step_entries(g, op);
   return l;
 }
 
@@ -103,7 +103,7 @@ tiles::LinearLayout<float> lm_head_layout(const Graph& g, const Op& op, const St
 tiles::LinearLayout<float> step_head_layout(const Graph& g, const Op& op, const StageBuffers& b) {
   tiles::LinearLayout<float> l = make_linear_layout<float>(g, op, b);
   l.step = step_ptr(g, op, b);
-  l.steps = static_cast<int>(g.tensor(op.weights.at(0)).shape.at(0) / step_entries(g, op));
+  l.steps = static_cast<int>(g.tensor(op.weights.at(0)).shape.at(0) / model::step_entries(g, op));
   return l;
 }
 

@@ -82,6 +82,10 @@ class OpKind {
   virtual TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const = 0;
 };
 
+// Rows of one step of a step-embedding's tables or a step-head's heads (stacked along rows,
+// input 1 the step): the attr "entries" where the op has it, else the output's columns.
+int64_t step_entries(const Graph& graph, const Op& op);
+
 // The registry of op kinds. Built-in kinds are present from the first lookup.
 const OpKind& op_kind(std::string_view name);
 const OpKind* find_op_kind(std::string_view name);

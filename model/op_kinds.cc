@@ -268,6 +268,10 @@ class Argmax final : public Kind {
 
 }  // namespace
 
+int64_t step_entries(const Graph& graph, const Op& op) {
+  return op.attrs.has("entries") ? op.attrs.i("entries") : kinds::cols_of(graph, op.output);
+}
+
 void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Embedding>());
   kinds.push_back(std::make_unique<RmsNorm>());

@@ -21,9 +21,12 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/scenario.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::reference {
 namespace {
+
+using megacut::testing::error_of;
 
 using model::DType;
 using model::Graph;
@@ -45,17 +48,6 @@ int tensor(Graph& g, const std::string& name, TensorRole role, std::vector<int64
 }
 
 model::Tiling whole(int64_t rows, int64_t cols) { return {rows, cols, rows, cols}; }
-
-// The message of the Error that f throws, or "" if it throws none.
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Two sequences of two tokens: ids -> embedding -> rmsnorm -> linear over two fused weights ->
 // silu-mul -> causal conv1d with a bias -> snake-beta -> add-scaled -> lm-head (f32) -> argmax.

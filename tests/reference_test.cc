@@ -11,9 +11,12 @@
 
 #include "executor/reference/op_reference.h"
 #include "model/error.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::reference {
 namespace {
+
+using megacut::testing::error_of;
 
 TEST(Reference, RoundBf16IsNearestEven) {
   EXPECT_EQ(round_bf16(1.0), 1.0);
@@ -141,17 +144,6 @@ TEST(Reference, ArgmaxTakesTheFirstMaximumAndNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> logits = {1, 5, 5, 2, 1, nan, 3, nan};  // (2, 4)
   EXPECT_EQ(argmax(logits, 4), (std::vector<int32_t>{1, 1}));
-}
-
-// The message of the Error that f throws, or "" if it throws none.
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::vector<float> random_values(std::mt19937& rng, int64_t n) {

@@ -16,9 +16,12 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/scenario.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::executor {
 namespace {
+
+using megacut::testing::error_of;
 
 namespace fs = std::filesystem;
 namespace st = safetensors;
@@ -65,16 +68,6 @@ template <typename... Parts>
     }
   }
   return ::testing::AssertionSuccess();
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span(s)); }

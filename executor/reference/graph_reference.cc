@@ -322,7 +322,7 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   } else if (kind == "step-head") {
     // One head per step, each as wide as the logits.
     in.expect_weights(op, 1, 1);
-    const int64_t entries = op.attrs.has("entries") ? op.attrs.i("entries") : in.out_cols(op);
+    const int64_t entries = model::step_entries(g, op);
     in.store(
         op, step_head(in.in(op, 0), in.weight(op, 0), entries, in.in_cols(op, 0), step_of(in, op)));
   } else if (kind == "codebook-sum") {

@@ -33,7 +33,7 @@
 #include "model/error.h"
 #include "model/graph.h"
 #include "tests/gpu/gpu_support.h"
-#include "tests/gpu/op_buffers.h"
+#include "tests/gpu/op_harness.h"
 
 namespace megacut::testing {
 namespace {
@@ -378,12 +378,6 @@ INSTANTIATE_TEST_SUITE_P(AudioOps, CodebookSumTest,
                          [](const auto& info) { return case_name(info.param); });
 
 // ---- What can_implement refuses --------------------------------------------------------------
-
-std::string refusal(const Graph& g) {
-  const executor::Support s = executor::can_implement(g, 0);
-  EXPECT_FALSE(s.ok);
-  return s.reason;
-}
 
 TEST(AudioOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
   {  // A checkpoint weight in the wrong layout: (in, out, K) handed to conv1d.

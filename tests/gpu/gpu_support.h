@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -150,6 +151,17 @@ inline ::testing::AssertionResult close_to(std::span<const float> got, std::span
   }
   return ::testing::AssertionSuccess()
          << got.size() << " elements, max error " << max_err << ", relative L2 " << rel_l2;
+}
+
+// ||a - b|| / ||b|| over [begin, begin + n); infinite where a is not finite.
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b, size_t begin,
+                     size_t n) {
+  double diff = 0, norm = 0;
+  for (size_t i = begin; i < begin + n; ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : INFINITY;
 }
 
 }  // namespace megacut::testing

@@ -38,6 +38,8 @@
 namespace megacut::executor {
 namespace {
 
+using megacut::testing::rel_l2;
+
 // ---- Host only ----------------------------------------------------------------------------
 
 model::Graph stage_graph(const char* name, int64_t batch, int64_t prompt, const char* stage) {
@@ -213,15 +215,6 @@ void precompile(const std::vector<std::pair<const ModelCase*, model::Composition
 // See the header: expected 0 (bitwise); 5e-3 leaves room for a different FMA contraction in
 // the larger kernel, still 4x tighter than the conventional run's limit against float64.
 constexpr double kRelL2Limit = 5e-3;
-
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = begin; i < begin + n; ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : INFINITY;
-}
 
 // Largest row error any comparison saw, printed with the bitwise count.
 double g_max_rel_l2 = 0;

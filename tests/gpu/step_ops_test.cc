@@ -41,7 +41,7 @@
 #include "model/scenario.h"
 #include "model/schedule.h"
 #include "tests/gpu/gpu_support.h"
-#include "tests/gpu/op_buffers.h"
+#include "tests/gpu/op_harness.h"
 
 namespace megacut::testing {
 namespace {
@@ -150,7 +150,7 @@ TEST_P(StepOpTest, RunsTheEmbeddingOrLmHeadBody) {
   const StepCase& c = GetParam();
   const Graph g = step_graph(c);
   ASSERT_TRUE(executor::can_implement(g, 0)) << executor::can_implement(g, 0).reason;
-  EXPECT_EQ(executor::step_entries(g, g.op(0)), c.entries);
+  EXPECT_EQ(model::step_entries(g, g.op(0)), c.entries);
   const std::string name = executor::tile_body_name(g, 0);
   if (!c.head) {
     EXPECT_EQ(name, "megacut::tiles::EmbeddingTile");
@@ -199,12 +199,6 @@ INSTANTIATE_TEST_SUITE_P(StepOps, StepOpTest, ::testing::ValuesIn(step_cases()),
                          [](const auto& info) { return case_name(info.param); });
 
 // ---- What can_implement refuses --------------------------------------------------------------
-
-std::string refusal(const Graph& g) {
-  const executor::Support s = executor::can_implement(g, 0);
-  EXPECT_FALSE(s.ok);
-  return s.reason;
-}
 
 TEST(StepOpSupport, RefusesBadShapesNamingTheOpAndTheValue) {
   {  // A step of two values.

@@ -335,16 +335,6 @@ TEST_P(TtsPipelineTest, ConventionalRunMatchesFloat64Interpreter) {
               case_name(GetParam()).c_str(), g.op_count(), worst);
 }
 
-// ||a - b|| / ||b|| over [begin, begin + n); infinite where a is not finite.
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
-  double diff = 0, norm = 0;
-  for (size_t i = begin; i < begin + n; ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::isfinite(diff) ? std::sqrt(diff / std::max(norm, 1e-30)) : INFINITY;
-}
-
 // "mk[0:15] conv[15:30]".
 std::string composition_text(const std::vector<model::Region>& regions) {
   std::string text;

@@ -1,10 +1,11 @@
-// A graph's device buffers for GPU tests that launch its ops one at a time.
+// For GPU tests of one-op graphs: the graph's device buffers, and why can_implement refuses it.
 #pragma once
 
 #include <deque>
 #include <span>
 
 #include "executor/conventional.h"
+#include "executor/op_support.h"
 #include "model/graph.h"
 #include "tests/gpu/gpu_support.h"
 
@@ -40,5 +41,12 @@ class OpBuffers {
   const model::Graph& g_;
   std::deque<DeviceBuffer> owned_;
 };
+
+// Why can_implement refuses op 0 of `g` (a failure if it does not).
+inline std::string refusal(const model::Graph& g) {
+  const executor::Support s = executor::can_implement(g, 0);
+  EXPECT_FALSE(s.ok);
+  return s.reason;
+}
 
 }  // namespace megacut::testing
