@@ -39,8 +39,8 @@ Tiling conv_tiling(int64_t rows, int64_t cols) {
 // A layer stack (weights `prefix` + "model.layers.N", ops `name_prefix` + "layers.N") and its
 // final norm over the stage's rows, from embedded rows `x`; the norm keeps each sequence's last
 // position. Returns the normed (batch, hidden) rows.
-int talker_stack(StageBuilder& b, const DecoderConfig& c, const std::string& prefix, int x,
-                 const std::string& name_prefix = "") {
+int layer_stack(StageBuilder& b, const DecoderConfig& c, const std::string& prefix, int x,
+                const std::string& name_prefix = "") {
   for (int layer = 0; layer < c.num_layers; ++layer) {
     x = b.decoder_layer(c, prefix + "model.", name_prefix, layer, x);
   }
@@ -172,7 +172,7 @@ Graph prefill(const ModelSpec& model, const Stage& stage, int64_t batch) {
           {b.weight("talker.model.embed_tokens.weight", {c.vocab_size, c.hidden_size})}, x,
           b.row_tiling(c.hidden_size, c.hidden_size));
   }
-  talker_head(b, model, talker_stack(b, c, "talker.", x));
+  talker_head(b, model, layer_stack(b, c, "talker.", x));
   return b.finish();
 }
 
@@ -195,7 +195,7 @@ Graph decode(const ModelSpec& model, const Stage& stage, int64_t batch) {
           {b.weight("talker.frame_embed.weight", {c.hidden_size, tts.frame_dim})}, x,
           build::linear_tiling(b.rows(), c.hidden_size, false));
   }
-  talker_head(b, model, talker_stack(b, c, "talker.", x));
+  talker_head(b, model, layer_stack(b, c, "talker.", x));
   return b.finish();
 }
 
@@ -214,7 +214,7 @@ Graph code_predictor(const ModelSpec& model, const Stage& stage, int64_t batch) 
                   {cp.steps() * c.vocab_size, c.hidden_size})},
         x, b.row_tiling(c.hidden_size, c.hidden_size), {{"entries", double(c.vocab_size)}});
   // Its own op names, so its KV caches are not the talker's.
-  const int h = talker_stack(b, c, prefix, x, "code_predictor.");
+  const int h = layer_stack(b, c, prefix, x, "code_predictor.");
   b.head_and_argmax("head", "step-head", {h, step},
                     b.weight(prefix + "lm_head.weight", {cp.steps() * c.vocab_size, c.hidden_size}),
                     c.vocab_size);
