@@ -26,6 +26,11 @@ constexpr int kChainKernels = 32;
 // Graph sizes of the launch sweep: from one node to past the largest stage graphs of the
 // bundled models (a few hundred kernels).
 constexpr int kLaunchSweepNodes[] = {1, 16, 64, 128, 256, 512};
+// Sizes also replayed back to back: long enough that the GPU, at a microsecond or more a trivial
+// kernel and gap, falls behind the host, at under half a microsecond a node; and replays per
+// sample after the first.
+constexpr int kBackToBackMinNodes = 256;
+constexpr int kBackToBackReplays = 4;
 constexpr int kChainThreads = 32;
 constexpr int kRegionThreads = 128;
 constexpr int kRegionTasks = 4;
@@ -599,9 +604,11 @@ struct LaunchSweep::Impl {
   std::array<Graph, std::size(kLaunchSweepNodes)> graphs;
   Event before, after;
   std::vector<std::vector<double>> untraced_ns;  // (size, round)
+  std::vector<std::vector<double>>
+      back_to_back_ns;  // (size, round); sizes from kBackToBackMinNodes
   int traced_rounds = 0;
 
-  Impl() : untraced_ns(graphs.size()) {
+  Impl() : untraced_ns(graphs.size()), back_to_back_ns(graphs.size()) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (size_t p = 0; p < graphs.size(); ++p) {
       graphs[p].capture(stream, [&] {
@@ -628,6 +635,19 @@ struct LaunchSweep::Impl {
     CUDA_CHECK(cudaEventElapsedTime(&ms, before.get(), after.get()));
     return static_cast<double>(ms) * 1e6;
   }
+
+  // As the runner replays a TTS chunk's graphs: one replay, then kBackToBackReplays more timed
+  // from its end, launched while the GPU runs the ones before; per replay.
+  double time_back_to_back_ns(const Graph& graph) {
+    graph.launch(stream);
+    CUDA_CHECK(cudaEventRecord(before.get(), stream));
+    for (int r = 0; r < kBackToBackReplays; ++r) graph.launch(stream);
+    CUDA_CHECK(cudaEventRecord(after.get(), stream));
+    CUDA_CHECK(cudaEventSynchronize(after.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, before.get(), after.get()));
+    return static_cast<double>(ms) * 1e6 / kBackToBackReplays;
+  }
 };
 
 LaunchSweep::LaunchSweep() : impl_(std::make_unique<Impl>()) {}
@@ -636,6 +656,10 @@ LaunchSweep::~LaunchSweep() = default;
 void LaunchSweep::time_round() {
   for (size_t p = 0; p < impl_->graphs.size(); ++p) {
     impl_->untraced_ns[p].push_back(impl_->time_ns(impl_->graphs[p]));
+  }
+  for (size_t p = 0; p < impl_->graphs.size(); ++p) {
+    if (kLaunchSweepNodes[p] < kBackToBackMinNodes) continue;
+    impl_->back_to_back_ns[p].push_back(impl_->time_back_to_back_ns(impl_->graphs[p]));
   }
 }
 
@@ -664,18 +688,25 @@ std::vector<simulator::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels
   std::vector<simulator::GraphLaunchPoint> out;
   for (size_t p = 0; p < impl_->graphs.size(); ++p) {
     const int nodes = kLaunchSweepNodes[p];
-    std::vector<double> samples;
+    std::vector<double> samples, spans;
     for (int r = first_round; r < rounds; ++r) {
       const Tag tag{TagKind::micro, kLaunchSweepTag + static_cast<int>(p), r};
       const auto& ks = launch_kernels(tagged, tag, static_cast<size_t>(nodes), "sweep_kernel",
                                       "graph launch sweep");
-      samples.push_back(impl_->untraced_ns[p][r] -
-                        signed_ns(ks.front().start_ns, ks.back().end_ns));
+      spans.push_back(signed_ns(ks.front().start_ns, ks.back().end_ns));
+      samples.push_back(impl_->untraced_ns[p][r] - spans.back());
     }
     // Below zero where tracing lengthened the chain more than launching it took; the statistics
     // hold no negative times.
     int negatives = 0;
-    out.push_back({nodes, model::compute_stats(clamped(samples, &negatives))});
+    simulator::GraphLaunchPoint point{nodes, model::compute_stats(clamped(samples, &negatives))};
+    point.span_ns = model::compute_stats(spans);
+    const std::vector<double>& back_to_back = impl_->back_to_back_ns[p];
+    if (!back_to_back.empty()) {
+      point.back_to_back_ns = model::compute_stats(
+          std::vector<double>(back_to_back.begin() + first_round, back_to_back.end()));
+    }
+    out.push_back(std::move(point));
   }
   return out;
 }
@@ -684,6 +715,11 @@ std::string LaunchSweep::describe(const std::vector<simulator::GraphLaunchPoint>
   std::string text;
   for (const simulator::GraphLaunchPoint& g : points) {
     text += (text.empty() ? "" : ", ") + std::to_string(g.nodes) + ": " + ns_text(g.launch_ns.p50);
+  }
+  for (const simulator::GraphLaunchPoint& g : points) {
+    if (!g.span_ns || !g.back_to_back_ns) continue;
+    text += "; " + std::to_string(g.nodes) + " nodes traced " + ns_text(g.span_ns->p50) +
+            ", back to back untraced " + ns_text(g.back_to_back_ns->p50) + " a replay";
   }
   return text;
 }

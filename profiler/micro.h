@@ -5,7 +5,8 @@
 //  - graph launch: untraced CUDA events around cudaGraphLaunch (a stage's graph_ns is timed so)
 //    less the traced CUPTI span of the graph's kernels: launch latency plus the end event's tail;
 //    for the plain chain below, and for chains of 1 to 512 trivial kernels (LaunchSweep: the
-//    launch grows with the graph's nodes, and the simulator fits it);
+//    launch grows with the graph's nodes, and the simulator fits it); the longest chains are also
+//    replayed back to back untraced, which gives what tracing adds to each kernel and gap;
 //  - kernel gap: a CUDA graph of dependent one-CTA kernels, each one's end to the next one's
 //    start (CUPTI), as the conventional trace measures gaps;
 //  - kernel gap with Programmatic Dependent Launch: each kernel lets its dependent launch at once
@@ -59,7 +60,9 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
 // the cudaGraphLaunch call returns, and that call's time per node was seen to double for seconds
 // at a time on the same machine; and tracing lengthens each gap (about 0.1 to 0.2 µs), which the
 // difference takes off again. So the profiler runs a round after each replay of a batch's stages,
-// untraced and traced alike, and the sweep sees the host as the replays do.
+// untraced and traced alike, and the sweep sees the host as the replays do. An untraced round
+// also replays each chain of 256 nodes or more back to back (GraphLaunchPoint::back_to_back_ns):
+// its kernels and gaps without tracing, to set against the traced span.
 class LaunchSweep {
  public:
   LaunchSweep();

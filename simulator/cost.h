@@ -35,6 +35,9 @@ TaskFit fit_task_durations(std::span<const double> concurrency, std::span<const 
 struct GraphLaunchFit {
   double fixed_ns = 0;
   double per_node_ns = 0;
+  // What tracing adds to each node's kernel and gap (GraphLaunchPoint::back_to_back_ns), which
+  // the measured launch leaves out: 0 where the profile did not measure it.
+  double trace_excess_per_node_ns = 0;
   double at(double nodes) const { return fixed_ns + per_node_ns * nodes; }
   friend bool operator==(const GraphLaunchFit&, const GraphLaunchFit&) = default;
 };

@@ -72,6 +72,7 @@ json prediction_to_json(const Prediction& p) {
                       {"runs_to_first_output", s.runs_to_first_output},
                       {"runs_per_step", s.runs_per_step},
                       {"graph_launch_ns", s.graph_launch_ns},
+                      {"trace_excess_ns", s.trace_excess_ns},
                       {"measured_conv_graph_ns",
                        s.measured_conv_graph_ns ? json(*s.measured_conv_graph_ns) : json(nullptr)},
                       {"regions", regions},

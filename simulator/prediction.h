@@ -63,6 +63,9 @@ struct StagePrediction {
   // The part of time_ns that is the host launching the stage's CUDA graph (the profile's fit of
   // graph launch against nodes): replayed after another stage, the launch overlaps that stage.
   TimeNs graph_launch_ns = 0;
+  // Of the rest of time_ns, what tracing added to the profile's kernels and gaps (graph nodes
+  // times the profile's per-node excess): the launch really takes it, and overlaps with it.
+  TimeNs trace_excess_ns = 0;
   std::vector<std::shared_ptr<const RegionResult>> regions;
   std::vector<TimeNs> region_start_ns;
   std::vector<PathStep> critical_path;           // stage time line

@@ -126,7 +126,10 @@ OpProfile op_from(const Node& n, int sm_count) {
 json launch_points_to_json(const std::vector<GraphLaunchPoint>& points) {
   json out = json::array();
   for (const GraphLaunchPoint& g : points) {
-    out.push_back({{"nodes", g.nodes}, {"launch_ns", model::stats_to_json(g.launch_ns)}});
+    json point = {{"nodes", g.nodes}, {"launch_ns", model::stats_to_json(g.launch_ns)}};
+    if (g.span_ns) point["span_ns"] = model::stats_to_json(*g.span_ns);
+    if (g.back_to_back_ns) point["back_to_back_ns"] = model::stats_to_json(*g.back_to_back_ns);
+    out.push_back(std::move(point));
   }
   return out;
 }
@@ -145,6 +148,8 @@ std::vector<GraphLaunchPoint> launch_points_from(const Node& parent) {
       g.at("nodes").fail("node counts must increase");
     }
     point.launch_ns = g.at("launch_ns").stats_ns();
+    if (g.has("span_ns")) point.span_ns = g.at("span_ns").stats_ns();
+    if (g.has("back_to_back_ns")) point.back_to_back_ns = g.at("back_to_back_ns").stats_ns();
     points.push_back(std::move(point));
   }
   return points;

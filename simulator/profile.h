@@ -47,6 +47,15 @@ struct DeviceProfile {
 struct GraphLaunchPoint {
   int64_t nodes = 0;
   LatencyStats launch_ns;
+  // The traced CUPTI span of one replay's kernels (first start to last end), which launch_ns
+  // subtracts. Absent in profiles that predate it.
+  std::optional<LatencyStats> span_ns;
+  // Untraced, one replay's time on the GPU when replays follow each other at once (timed from
+  // the end of a first replay to the end of several more, per replay): kernels and gaps without
+  // tracing, nor a launch, which the host makes while the GPU runs the replay before. Measured
+  // only for graphs long enough that the GPU, not the host, sets that pace; absent otherwise.
+  // span_ns less this, per node, is what tracing adds to each kernel and gap.
+  std::optional<LatencyStats> back_to_back_ns;
   friend bool operator==(const GraphLaunchPoint&, const GraphLaunchPoint&) = default;
 };
 

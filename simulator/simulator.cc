@@ -36,13 +36,28 @@ int64_t conv_nodes(const ConvKernel& k) {
   return nodes;
 }
 
+// The traced span less the untraced back-to-back replay, per node, at the largest size measured
+// both ways where the GPU set the back-to-back pace (a replay took longer than its launch);
+// never below 0.
+double trace_excess_per_node(const std::vector<GraphLaunchPoint>& points) {
+  for (auto it = points.rbegin(); it != points.rend(); ++it) {
+    if (!it->span_ns || !it->back_to_back_ns) continue;
+    if (it->back_to_back_ns->p50 <= it->launch_ns.p50) continue;
+    return std::max(0.0,
+                    (it->span_ns->p50 - it->back_to_back_ns->p50) / static_cast<double>(it->nodes));
+  }
+  return 0;
+}
+
 GraphLaunchFit fit_points(const std::vector<GraphLaunchPoint>& points) {
   std::vector<double> nodes, launch_ns;
   for (const GraphLaunchPoint& point : points) {
     nodes.push_back(static_cast<double>(point.nodes));
     launch_ns.push_back(point.launch_ns.p50);
   }
-  return fit_graph_launch(nodes, launch_ns);
+  GraphLaunchFit fit = fit_graph_launch(nodes, launch_ns);
+  fit.trace_excess_per_node_ns = trace_excess_per_node(points);
+  return fit;
 }
 
 // The graph-launch micro-benchmark at several sizes, or the one size older profiles measured.
@@ -123,6 +138,7 @@ struct Simulator::StageState {
   // The stage graph's launch: the fixed part, and each node's.
   TimeNs launch_fixed_ns = 0;
   TimeNs launch_node_ns = 0;
+  TimeNs trace_excess_node_ns = 0;  // GraphLaunchFit::trace_excess_per_node_ns
 };
 
 std::string_view boundary_name(Boundary boundary) {
@@ -180,7 +196,8 @@ GraphLaunchFit Simulator::graph_launch(int64_t batch) const {
       const double w =
           static_cast<double>(batch - in->lower) / static_cast<double>(in->upper - in->lower);
       return {(1 - w) * lo->fixed_ns + w * hi->fixed_ns,
-              (1 - w) * lo->per_node_ns + w * hi->per_node_ns};
+              (1 - w) * lo->per_node_ns + w * hi->per_node_ns,
+              (1 - w) * lo->trace_excess_per_node_ns + w * hi->trace_excess_per_node_ns};
     }
   }
   return micro_launch_;
@@ -249,6 +266,7 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   const GraphLaunchFit launch = graph_launch(batch);
   s->launch_fixed_ns = to_ns(launch.fixed_ns);
   s->launch_node_ns = to_ns(launch.per_node_ns);
+  s->trace_excess_node_ns = to_ns(launch.trace_excess_per_node_ns);
   s->task_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
@@ -554,10 +572,13 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
 }
 
 // Stage runs replayed back to back (stage_sequence): the host launches each stage's graph in
-// turn, which takes the stage's graph_launch_ns, while the GPU runs the graphs already
-// launched; a stage starts on the GPU when the one before it has ended (plus one kernel gap)
-// and the host has launched it, and then takes its time less its launch. One run alone (an
-// LLM's prefill, or its decode step) takes its stage's time.
+// turn, while the GPU runs the graphs already launched; a stage starts on the GPU when the one
+// before it has ended (plus one kernel gap) and the host has launched it, and then takes its
+// time less its launch. One run alone (an LLM's prefill, or its decode step) takes its stage's
+// time. The launch here is graph_launch_ns plus trace_excess_ns: the profile's kernels and gaps
+// are traced, and its launch is the untraced replay less their traced span, so what tracing
+// added to them is missing from the launch; on its own a run adds up either way, in a sequence
+// the launch hides and the excess must not stay on the GPU's side.
 TimeNs Simulator::sequence_ns(const Prediction& p, const model::Scenario& scenario,
                               model::Sequence which) const {
   const TimeNs graph_gap = p50(profile_.micro.kernel_gap_ns);
@@ -565,8 +586,9 @@ TimeNs Simulator::sequence_ns(const Prediction& p, const model::Scenario& scenar
   bool first = true;
   for (const std::string& name : model::stage_sequence(scenario, which)) {
     const StagePrediction& stage = p.stage(name);
-    host += stage.graph_launch_ns;
-    gpu = std::max(first ? 0 : gpu + graph_gap, host) + stage.time_ns - stage.graph_launch_ns;
+    const TimeNs launch = stage.graph_launch_ns + stage.trace_excess_ns;
+    host += launch;
+    gpu = std::max(first ? 0 : gpu + graph_gap, host) + stage.time_ns - launch;
     first = false;
   }
   return gpu;
@@ -625,6 +647,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     for (const model::Region& region : composition.regions(stage.name)) {
       auto r = simulate_region(stage.name, batch, region, before);
       sp.graph_launch_ns += r->graph_nodes * st.launch_node_ns;
+      sp.trace_excess_ns += r->graph_nodes * st.trace_excess_node_ns;
       sp.region_start_ns.push_back(t);
       for (PathStep step : r->critical_path) {
         step.start_ns += t;

@@ -145,6 +145,8 @@ Profile with_launch_sweep() {
                                    {512, model::constant_stats(40000)}};
   p.batches[1].graph_launch_by_nodes = {{1, model::constant_stats(5000)},
                                         {512, model::constant_stats(90000)}};
+  p.batches[1].graph_launch_by_nodes[1].span_ns = model::constant_stats(800000);
+  p.batches[1].graph_launch_by_nodes[1].back_to_back_ns = model::constant_stats(600000);
   return p;
 }
 
@@ -154,6 +156,8 @@ TEST(ProfileTest, GraphLaunchByNodesRoundTripsAndMayBeAbsent) {
   EXPECT_EQ(j["micro"]["graph_launch_by_nodes"][1]["nodes"], 64);
   EXPECT_EQ(j["batches"][1]["graph_launch_by_nodes"][1]["nodes"], 512);
   EXPECT_FALSE(j["batches"][0].contains("graph_launch_by_nodes"));
+  EXPECT_EQ(j["batches"][1]["graph_launch_by_nodes"][1]["back_to_back_ns"]["p50"], 600000);
+  EXPECT_FALSE(j["batches"][1]["graph_launch_by_nodes"][0].contains("back_to_back_ns"));
   const Profile back = profile_from_json(j, "sweep.json");
   EXPECT_TRUE(back.same_content(with_launch_sweep()));
   EXPECT_EQ(back.micro.graph_launch_by_nodes, with_launch_sweep().micro.graph_launch_by_nodes);
@@ -193,6 +197,9 @@ TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
       {[](auto& j) { j["batches"][1]["graph_launch_by_nodes"][0]["launch_ns"]["p50"] = -1; },
        "llama.json: field 'batches[1].graph_launch_by_nodes[0].launch_ns.p50': expected a "
        "non-negative number, got -1"},
+      {[](auto& j) { j["batches"][1]["graph_launch_by_nodes"][1]["back_to_back_ns"] = "fast"; },
+       "llama.json: field 'batches[1].graph_launch_by_nodes[1].back_to_back_ns': expected "
+       "latency statistics {unit, count, mean, ...}"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;

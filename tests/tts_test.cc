@@ -191,7 +191,9 @@ TEST(TtsGraphTest, TalkerStagesEmitOneFramePerSequence) {
     if (t.role == TensorRole::state) talker_state.insert(t.name);
   }
   for (const Tensor& t : cp.tensors()) {
-    if (t.role == TensorRole::state) EXPECT_FALSE(talker_state.contains(t.name)) << t.name;
+    if (t.role == TensorRole::state) {
+      EXPECT_FALSE(talker_state.contains(t.name)) << t.name;
+    }
   }
 
   const ModelSpec h = load_model("llama-hifigan-tts");
@@ -323,6 +325,47 @@ TEST(TtsSimulatorTest, BackToBackRunsHideTheirGraphLaunches) {
     EXPECT_EQ(p.output_unit, "audio seconds");
     EXPECT_DOUBLE_EQ(p.throughput_per_s, 2 * sc.outputs_per_step * 1e9 / double(p.decode_step_ns));
   }
+}
+
+// What tracing adds to the profile's kernels and gaps (a long chain's traced span beyond the
+// same graph replayed back to back, untraced) is a launch's, which the profile's launch left
+// out: a run alone still takes its stage's time, and each run that follows another at once
+// takes that much less. Where the host, not the GPU, paced the back-to-back replays, nothing
+// is moved.
+TEST(TtsSimulatorTest, TracingsExcessMovesFromTheGpuToTheLaunch) {
+  const Profile plain = testing::synthetic_profile("tiny-qwen3-tts", {1}, 16);
+  auto with_chain = [&](double span_ns, double back_to_back_ns) {
+    Profile p = plain;
+    GraphLaunchPoint chain{512, model::constant_stats(4000)};
+    chain.span_ns = model::constant_stats(span_ns);
+    chain.back_to_back_ns = model::constant_stats(back_to_back_ns);
+    p.batches[0].graph_launch_by_nodes = {{1, model::constant_stats(4000)}, chain};
+    return p;
+  };
+  Simulator base(plain, {});
+  Simulator traced(with_chain(512 * 1500, 512 * 1200), {});  // 300 ns a node
+  Simulator host_paced(with_chain(512 * 1500, 3000), {});    // replays faster than the launch
+  const auto conv = model::uniform_composition(base.stage_shapes(1), model::RegionKind::conv);
+  const Prediction a = base.simulate(conv, 1), b = traced.simulate(conv, 1),
+                   c = host_paced.simulate(conv, 1);
+  const model::Scenario sc = base.scenario(1);
+  for (const model::Stage& stage : sc.stages) {
+    EXPECT_EQ(b.stage(stage.name).time_ns, a.stage(stage.name).time_ns) << stage.name;
+    EXPECT_EQ(a.stage(stage.name).trace_excess_ns, 0) << stage.name;
+    EXPECT_EQ(c.stage(stage.name).trace_excess_ns, 0) << stage.name;
+    EXPECT_EQ(b.stage(stage.name).trace_excess_ns, 300 * base.graph(stage.name, 1).op_count())
+        << stage.name;
+  }
+  for (model::Sequence which : {model::Sequence::first_output, model::Sequence::step}) {
+    const std::vector<std::string> runs = model::stage_sequence(sc, which);
+    TimeNs saved = 0;
+    for (size_t i = 1; i < runs.size(); ++i) saved += b.stage(runs[i]).trace_excess_ns;
+    const TimeNs before = which == model::Sequence::step ? a.decode_step_ns : a.ttfo_ns;
+    const TimeNs after = which == model::Sequence::step ? b.decode_step_ns : b.ttfo_ns;
+    EXPECT_GT(saved, 0);
+    EXPECT_EQ(after, before - saved);
+  }
+  EXPECT_EQ(c.ttfo_ns, a.ttfo_ns);
 }
 
 // A host slower than the GPU: with 1 ms graph launches every run waits for its launch, and the

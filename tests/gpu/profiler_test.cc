@@ -373,6 +373,18 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
     }
     EXPECT_GT(points.front().launch_ns.p50, 0) << where;
     EXPECT_GT(simulator::fit_graph_launch(nodes, launch_ns).at(nodes.back()), 0) << where;
+    // Every size has its traced span; the long chains their back-to-back replay as well, which
+    // the GPU paces (it takes longer than the host's launch of the same graph) and which, being
+    // untraced, takes no more than half again the traced span.
+    for (const simulator::GraphLaunchPoint& g : points) {
+      ASSERT_TRUE(g.span_ns.has_value()) << where << ", " << g.nodes;
+      EXPECT_EQ(g.span_ns->count, samples) << where << ", " << g.nodes;
+      EXPECT_EQ(g.back_to_back_ns.has_value(), g.nodes >= 256) << where << ", " << g.nodes;
+      if (!g.back_to_back_ns) continue;
+      EXPECT_EQ(g.back_to_back_ns->count, samples) << where << ", " << g.nodes;
+      EXPECT_GT(g.back_to_back_ns->p50, g.launch_ns.p50) << where << ", " << g.nodes;
+      EXPECT_LT(g.back_to_back_ns->p50, 1.5 * g.span_ns->p50) << where << ", " << g.nodes;
+    }
   };
   check_sweep(p.micro.graph_launch_by_nodes, options.micro.launches, "micro-benchmarks");
   for (const simulator::BatchProfile& b : p.batches) {
