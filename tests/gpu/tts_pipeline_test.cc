@@ -24,6 +24,9 @@
 // the logits are bitwise equal.
 //
 // Every op must have a tile body that takes its shape (can_implement): a refusal fails.
+//
+// Then the first audio chunk end to end, run after run with the KV caches carried (see
+// TtsChunkTest below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,8 +38,10 @@
 #include <map>
 #include <memory>
 #include <numbers>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/conventional.h"
@@ -131,15 +136,21 @@ IdRange id_range(const Graph& g, int tensor) {
 class StageRun {
  public:
   explicit StageRun(const StageCase& c)
-      : spec_(model::load_model(c.model)),
-        scenario_(model::make_scenario(spec_, c.batch, kPromptLen, kFrames)),
-        graph_(model::build_graph(spec_, scenario_, c.stage)),
+      : StageRun(model::load_model(c.model), c.batch, c.stage, std::nullopt) {}
+
+  // The stage built at `past_len` instead of the scenario's own position, where given.
+  StageRun(model::ModelSpec spec, int64_t batch, const std::string& stage,
+           std::optional<int64_t> past_len)
+      : spec_(std::move(spec)),
+        scenario_(
+            at_position(model::make_scenario(spec_, batch, kPromptLen, kFrames), stage, past_len)),
+        graph_(model::build_graph(spec_, scenario_, stage)),
         host_weights_(executor::HostWeights::random(spec_, kWeightSeed)) {
     for (const auto& [name, tensor] : host_weights_.tensors()) {
       std::vector<float>& values = weights_[name];
       for (uint16_t v : tensor.values()) values.push_back(from_bf16(v));
     }
-    const int64_t past_len = scenario_.stage(c.stage).past_len;
+    const int64_t cached = scenario_.stage(stage).past_len;  // positions already in the caches
     buffers_.tensors.assign(graph_.tensors().size(), nullptr);
     for (int id = 0; id < static_cast<int>(graph_.tensors().size()); ++id) {
       const model::Tensor& t = graph_.tensor(id);
@@ -152,7 +163,7 @@ class StageRun {
         std::vector<float>& v = state_values_[id];
         v.resize(t.elements());
         for (int64_t i = 0; i < t.elements(); ++i) {
-          v[i] = i / row % capacity < past_len ? normal_bf16(seed, i) : std::nanf("");
+          v[i] = i / row % capacity < cached ? normal_bf16(seed, i) : std::nanf("");
         }
         state_[t.name].assign(v.begin(), v.end());
         place(id, upload_bf16(v));
@@ -185,8 +196,7 @@ class StageRun {
   // The KV caches as they were before the stage, every activation poisoned.
   void reset() {
     for (const auto& [id, v] : state_values_) {
-      std::vector<uint16_t> bits(v.size());
-      for (size_t i = 0; i < v.size(); ++i) bits[i] = to_bf16(v[i]);
+      const std::vector<uint16_t> bits = to_bits(v);
       CUDA_CHECK(
           cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
     }
@@ -210,7 +220,62 @@ class StageRun {
     return {ids.begin(), ids.end()};
   }
 
+  // An input's values on both sides (ids as exact values, bf16 ones already rounded).
+  void set_input(const std::string& name, const std::vector<double>& values) {
+    const int id = tensor_id(name, TensorRole::input, values.size());
+    inputs_[name] = values;
+    if (graph_.tensor(id).dtype == DType::i32) {
+      const std::vector<int32_t> ids(values.begin(), values.end());
+      CUDA_CHECK(cudaMemcpy(buffers_.tensors[id], ids.data(), ids.size() * sizeof(int32_t),
+                            cudaMemcpyHostToDevice));
+      return;
+    }
+    const std::vector<float> f(values.begin(), values.end());
+    const std::vector<uint16_t> bits = to_bits(f);
+    CUDA_CHECK(
+        cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+  }
+
+  // A KV cache as each side left it: the interpreter's for the interpreter, the device's for
+  // the device; reset() writes it.
+  void set_state(const std::string& name, const std::vector<double>& reference,
+                 const std::vector<float>& device) {
+    const int id = tensor_id(name, TensorRole::state, reference.size());
+    state_[name] = reference;
+    state_values_[id] = device;
+  }
+
  private:
+  static model::Scenario at_position(model::Scenario sc, const std::string& stage,
+                                     std::optional<int64_t> past_len) {
+    for (model::Stage& s : sc.stages) {
+      if (s.name == stage && past_len) s.past_len = *past_len;
+    }
+    return sc;
+  }
+
+  static std::vector<uint16_t> to_bits(const std::vector<float>& v) {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bits[i] = to_bf16(v[i]);
+    return bits;
+  }
+
+  // The graph's tensor of that name, which must have that role and size.
+  int tensor_id(const std::string& name, TensorRole role, size_t elements) const {
+    int id = 0;
+    while (id < static_cast<int>(graph_.tensors().size()) && graph_.tensor(id).name != name) ++id;
+    if (id == static_cast<int>(graph_.tensors().size())) {
+      throw Error("stage " + graph_.stage() + " has no tensor '" + name + "'");
+    }
+    const model::Tensor& t = graph_.tensor(id);
+    if (t.role != role || static_cast<size_t>(t.elements()) != elements) {
+      throw Error("stage " + graph_.stage() + ": '" + name + "' is not a " +
+                  (role == TensorRole::input ? "input" : "state") + " of " +
+                  std::to_string(elements) + " elements");
+    }
+    return id;
+  }
+
   void make_input(int id, uint64_t seed) {
     const model::Tensor& t = graph_.tensor(id);
     std::vector<double>& v = inputs_[t.name];
@@ -407,6 +472,201 @@ TEST_P(TtsPipelineTest, MegakernelRegionsMatchConventionalRun) {
 
 INSTANTIATE_TEST_SUITE_P(TtsStages, TtsPipelineTest, ::testing::ValuesIn(stage_cases()),
                          [](const auto& info) { return case_name(info.param); });
+
+// The first audio chunk of a tiny pipeline end to end: every run stage_sequence orders (the
+// prompt's prefill; per frame the code predictor's steps and the talker's step to the next
+// frame; the codec or vocoder over the chunk), each on a graph built for its own positions, on
+// the GPU op by op and through the float64 interpreter alike. Each side keeps its own KV caches
+// from run to run, which a stage alone does not check: a cache that one graph writes is read by
+// graphs built for later positions. What a run hands the next (a code, a frame's codes, a frame)
+// is the interpreter's on both sides, so that a greedy tie cannot part the two runs. A talker
+// code past the codebooks (in the real vocabulary, special tokens a sampler leaves out) is
+// folded into them; the code predictor's first position, the talker's hidden state in the real
+// model, holds random values on both sides, as in the stage test. Tolerances as the stage test's.
+struct ChunkCase {
+  const char* model;
+  int64_t batch;
+};
+
+std::string chunk_name(const ChunkCase& c) {
+  std::string s = std::string(c.model) + "_b" + std::to_string(c.batch);
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+void PrintTo(const ChunkCase& c, std::ostream* os) { *os << chunk_name(c); }
+
+class TtsChunkTest : public ::testing::TestWithParam<ChunkCase> {
+ protected:
+  void SetUp() override {
+    MEGACUT_REQUIRE_GPU();
+    executor::prepare_kernels();
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) CUDA_CHECK(cudaStreamDestroy(stream_));
+  }
+
+  using Values = std::vector<double>;
+
+  // Runs `stage` (at `past_len`, where given) with these inputs and the caches as each side
+  // left them, checks its output against the interpreter's, keeps each side's caches, and
+  // returns the interpreter's output (a run's tokens, frame or audio).
+  Values run(const model::ModelSpec& spec, const std::string& stage,
+             std::optional<int64_t> past_len, const std::map<std::string, Values>& inputs) {
+    StageRun r(spec, GetParam().batch, stage, past_len);
+    const Graph& g = r.graph();
+    EXPECT_EQ(r.refusal(), "") << stage;
+    for (const auto& [name, values] : inputs) r.set_input(name, values);
+    std::vector<int> caches;
+    for (int id = 0; id < static_cast<int>(g.tensors().size()); ++id) {
+      const model::Tensor& t = g.tensor(id);
+      if (t.role != TensorRole::state) continue;
+      caches.push_back(id);
+      if (reference_caches_.contains(t.name)) {
+        const int64_t capacity = t.shape.at(1), row = t.shape.at(2);
+        r.set_state(t.name, with_capacity(reference_caches_.at(t.name), capacity, row),
+                    with_capacity(device_caches_.at(t.name), capacity, row));
+      }
+    }
+    r.reset();
+    r.run_conventional(stream_);
+    const reference::TensorValues want = r.evaluate();
+    const std::string what = "run " + std::to_string(++runs_) + ", " + stage +
+                             (past_len ? " at position " + std::to_string(*past_len) : "");
+    const Op& last = g.ops().back();
+    const model::Tensor& out = g.tensor(last.output);
+    const std::vector<float> got = r.read(last.output);
+    if (out.dtype == DType::i32) {
+      const model::Tensor& logits = g.tensor(last.inputs.at(0));
+      const Values& l = want.at(logits.name);
+      EXPECT_TRUE(close_to(r.read(last.inputs.at(0)), l, {kPeakTol * peak(l), kRelTol},
+                           logits.shape.back()))
+          << what << ": logits";
+      EXPECT_TRUE(
+          same_token_or_tie(got, l, logits.shape.back(), 2 * (kPeakTol + kRelTol) * peak(l)))
+          << what << ": tokens";
+    } else {
+      const Values& ref = want.at(out.name);
+      // A frame or audio of zeros or NaNs would pass any tolerance.
+      EXPECT_TRUE(std::all_of(ref.begin(), ref.end(), [](double x) { return std::isfinite(x); }))
+          << what << ": " << out.name;
+      EXPECT_GT(peak(ref), 0) << what << ": " << out.name;
+      peak_ = peak(ref);
+      EXPECT_TRUE(close_to(got, ref, {kPeakTol * peak(ref), kRelTol}, out.shape.back()))
+          << what << ": " << out.name;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst_ = std::max(worst_, std::abs(got[i] - ref[i]) / std::max(peak(ref), 1e-30));
+      }
+    }
+    for (int id : caches) {
+      const std::string& name = g.tensor(id).name;
+      reference_caches_[name] = want.at(name);
+      device_caches_[name] = r.read(id);
+    }
+    return want.at(out.name);
+  }
+
+  // A cache (batch, capacity, row) laid out again for a graph of another capacity (a graph's
+  // caches hold the positions it reaches): the positions both hold kept, the rest unwritten.
+  template <class T>
+  std::vector<T> with_capacity(const std::vector<T>& cache, int64_t capacity, int64_t row) const {
+    const int64_t batch = GetParam().batch;
+    const int64_t had = static_cast<int64_t>(cache.size()) / (batch * row);
+    std::vector<T> out(batch * capacity * row, std::numeric_limits<T>::quiet_NaN());
+    for (int64_t b = 0; b < batch; ++b) {
+      std::copy_n(cache.begin() + b * had * row, std::min(had, capacity) * row,
+                  out.begin() + b * capacity * row);
+    }
+    return out;
+  }
+
+  // A new frame's code predictor starts from its first position again.
+  void forget_caches(std::string_view prefix) {
+    std::erase_if(reference_caches_, [&](const auto& e) { return e.first.starts_with(prefix); });
+    std::erase_if(device_caches_, [&](const auto& e) { return e.first.starts_with(prefix); });
+  }
+
+  cudaStream_t stream_ = nullptr;
+  std::map<std::string, Values> reference_caches_;
+  std::map<std::string, std::vector<float>> device_caches_;
+  int runs_ = 0;
+  double worst_ = 0;  // largest |got - ref| / max|ref| of a frame or the audio
+  double peak_ = 0;   // max|ref| of the last frame or audio
+};
+
+TEST_P(TtsChunkTest, FirstChunkMatchesFloat64Interpreter) {
+  const ChunkCase c = GetParam();
+  const model::ModelSpec spec = model::load_model(c.model);
+  const model::TtsConfig& tts = *spec.tts;
+  const int64_t batch = c.batch;
+  std::vector<std::string> order;
+  if (tts.codec) {
+    const int64_t groups = tts.code_predictor->code_groups;
+    const int64_t steps = tts.code_predictor->steps();
+    const int64_t book = tts.codec->codebook_size;
+    auto folded = [&](const Values& tokens) {
+      Values codes(tokens.size());
+      for (size_t i = 0; i < tokens.size(); ++i) codes[i] = std::fmod(tokens[i], double(book));
+      return codes;
+    };
+    Values codes(batch * kFrames * groups);  // the codec's input: (batch, frames, groups)
+    Values first = folded(run(spec, "prefill", std::nullopt, {}));
+    order.push_back("prefill");
+    for (int64_t f = 0; f < kFrames; ++f) {
+      Values frame(batch * groups);  // the talker's next input: (batch, groups)
+      Values previous = first;
+      forget_caches("code_predictor.");
+      for (int64_t s = 0; s <= steps; ++s) {
+        if (s > 0) {
+          previous = run(spec, "code-predictor", s,
+                         {{"token_ids", previous}, {"step", {static_cast<double>(s - 1)}}});
+          order.push_back("code-predictor");
+        }
+        for (int64_t b = 0; b < batch; ++b) {
+          frame[b * groups + s] = previous[b];
+          codes[(b * kFrames + f) * groups + s] = previous[b];
+        }
+      }
+      if (f + 1 < kFrames) {
+        first = folded(run(spec, "decode", kPromptLen + f, {{"frame_codes", frame}}));
+        order.push_back("decode");
+      }
+    }
+    run(spec, "codec", std::nullopt, {{"frame_codes", codes}});
+    order.push_back("codec");
+  } else {
+    const int64_t dim = tts.frame_dim;
+    Values frames(batch * kFrames * dim);  // the vocoder's input: (batch, frames, dim)
+    Values frame = run(spec, "prefill", std::nullopt, {});
+    order.push_back("prefill");
+    for (int64_t f = 0; f < kFrames; ++f) {
+      if (f > 0) {
+        frame = run(spec, "decode", kPromptLen + f - 1, {{"prev_frame", frame}});
+        order.push_back("decode");
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        std::copy_n(frame.begin() + b * dim, dim, frames.begin() + (b * kFrames + f) * dim);
+      }
+    }
+    run(spec, "vocoder", std::nullopt, {{"frames", frames}});
+    order.push_back("vocoder");
+  }
+  // The runs are the ones the runner times, in its order.
+  EXPECT_EQ(order, model::stage_sequence(model::make_scenario(spec, batch, kPromptLen, kFrames),
+                                         model::Sequence::first_output));
+  std::printf(
+      "%s: %d runs, largest error of a frame or the audio %.3g of its largest value; the "
+      "audio's largest value %.3g\n",
+      chunk_name(c).c_str(), runs_, worst_, peak_);
+}
+
+INSTANTIATE_TEST_SUITE_P(TtsChunk, TtsChunkTest,
+                         ::testing::Values(ChunkCase{"tiny-qwen3-tts", 1},
+                                           ChunkCase{"tiny-qwen3-tts", 2},
+                                           ChunkCase{"tiny-llama-hifigan-tts", 1},
+                                           ChunkCase{"tiny-llama-hifigan-tts", 2}),
+                         [](const auto& info) { return chunk_name(info.param); });
 
 // Host only: every op of every tiny TTS stage has a tile body that takes its shape.
 TEST(TtsPipelineSupport, EveryOpHasATileBody) {
