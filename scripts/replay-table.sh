@@ -27,19 +27,23 @@ for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
     stages = [(s["stage"], s["time_ns"], s["measured_conv_graph_ns"]) for s in p["stages"]]
     rows.append((p["model"], p["batch"], stages))
 rows.sort()
-names = [name for name, _, _ in rows[0][2]]
-print("| model | batch | " + " | ".join(f"{n} predicted (ms) | measured (ms) | error" for n in names)
-      + " |")
-print("|---|---:|" + "---:|---:|---:|" * len(names))
+# One table per model: its stages are its own (an LLM's prefill and decode, a TTS pipeline's four
+# or three).
 within = worst = count = 0
-for model, batch, stages in rows:
-    cells = []
-    for _, predicted, measured in stages:
-        count += 1
-        error = (predicted - measured) / measured
-        worst = max(worst, abs(error))
-        within += abs(error) <= 0.03
-        cells += [f"{predicted / 1e6:.3f}", f"{measured / 1e6:.3f}", f"{100 * error:+.1f}%"]
-    print(f"| {model} | {batch} | " + " | ".join(cells) + " |")
+for model in sorted({m for m, _, _ in rows}):
+    mine = [r for r in rows if r[0] == model]
+    names = [name for name, _, _ in mine[0][2]]
+    print(f"\n| model | batch | " +
+          " | ".join(f"{n} predicted (ms) | measured (ms) | error" for n in names) + " |")
+    print("|---|---:|" + "---:|---:|---:|" * len(names))
+    for _, batch, stages in mine:
+        cells = []
+        for _, predicted, measured in stages:
+            count += 1
+            error = (predicted - measured) / measured
+            worst = max(worst, abs(error))
+            within += abs(error) <= 0.03
+            cells += [f"{predicted / 1e6:.3f}", f"{measured / 1e6:.3f}", f"{100 * error:+.1f}%"]
+        print(f"| {model} | {batch} | " + " | ".join(cells) + " |")
 print(f"\nwithin 3%: {within} of {count}; worst {100 * worst:.1f}%")
 PY
