@@ -134,14 +134,16 @@ class StageSearcher {
         if ((i == 0) != (before == kStart)) continue;
         try {
           conv_[i][before] =
-              sim_.simulate_region(stage_, batch_, {RegionKind::conv, i, i + 1}, kBoundary[before])
-                  ->time_ns;
+              region_key_ns(*sim_.simulate_region(stage_, batch_, {RegionKind::conv, i, i + 1},
+                                                  kBoundary[before]),
+                            options_.hidden_launch);
         } catch (const Error&) {
         }
         try {
           const auto r =
               sim_.simulate_region(stage_, batch_, {RegionKind::mk, i, i + 1}, kBoundary[before]);
-          overhead_[i][before] = r->time_ns - r->work_ns;
+          // An mk region is one graph node whatever its ops: its launch share is the same.
+          overhead_[i][before] = region_key_ns(*r, options_.hidden_launch) - r->work_ns;
           makespan_[i][0] = r->work_ns;
           mk_ok[i] = 1;
         } catch (const Error&) {
@@ -459,7 +461,7 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 }
 
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only) {
+                             int top_k, bool canonical_only, double hidden_launch) {
   const auto start = std::chrono::steady_clock::now();
   const int n = sim.graph(stage, batch).op_count();
   if (n > kExhaustiveMaxOps) {
@@ -478,8 +480,8 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
           if ((a == 0) != (before == kStart)) continue;
           try {
             const Region r{kind == 0 ? RegionKind::conv : RegionKind::mk, a, b};
-            cost[kind][a][b][before] =
-                sim.simulate_region(stage, batch, r, kBoundary[before])->time_ns;
+            cost[kind][a][b][before] = region_key_ns(
+                *sim.simulate_region(stage, batch, r, kBoundary[before]), hidden_launch);
             if (kind == 1) ++simulated;
           } catch (const Error&) {
           }

@@ -3,12 +3,15 @@
 //
 // A kernel boundary is a full barrier, so a stage's time is the sum of its regions' times, and
 // a region's time depends only on its ops and on the kind of region before it
-// (Simulator::simulate_region). The DP's states are (cut position, kind of the region ending
-// there); every op boundary is a candidate cut. A conv region costs the sum of its ops run one
-// by one (the gap inside a conv region is the gap after a conv region), so conv regions are
-// built from single-op steps, and two conv regions are never adjacent: each path of the DP is
-// one composition in canonical form. An mk region's makespan depends on its whole op range,
-// so there are n(n+1)/2 of them; the search simulates only those that can still matter:
+// (Simulator::simulate_region). The search counts each region at that time less the share of
+// its launch that hides behind the run before (SearchOptions::hidden_launch: a TTS stage's runs
+// replay back to back), a share that also depends only on the region. The DP's states are (cut
+// position, kind of the region ending there); every op boundary is a candidate cut. A conv
+// region costs the sum of its ops run one by one (the gap inside a conv region is the gap after
+// a conv region), so conv regions are built from single-op steps, and two conv regions are never
+// adjacent: each path of the DP is one composition in canonical form. An mk region's makespan
+// depends on its whole op range, so there are n(n+1)/2 of them; the search simulates only those
+// that can still matter:
 //  1. every op alone, both ways, and every mk region of at most kShortRegionOps ops, exactly;
 //     the K best compositions built from those give an upper bound U on the K-th best time;
 //  2. for every longer mk region, an admissible lower bound: the launch overhead plus
@@ -37,6 +40,7 @@
 // every region, at about n/2 full-stage runs of tasks per stage.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -55,6 +59,8 @@ using ProgressFn = std::function<void(double fraction)>;
 
 struct StageCandidate {
   std::vector<model::Region> regions;  // canonical: no two adjacent conv regions
+  // The search's key: the stage's time, less the share of its launch that hides behind the
+  // run before (SearchOptions::hidden_launch); the stage's time where that share is 0.
   TimeNs time_ns = 0;
   friend bool operator==(const StageCandidate&, const StageCandidate&) = default;
 };
@@ -80,8 +86,20 @@ struct SearchOptions {
   int top_k = 5;
   bool prune = true;   // off: simulate every mk region (tests compare)
   bool resume = true;  // off: simulate every mk region from its start
+  // The share of the stage's runs, in [0, 1], that follow another run at once: their graph
+  // launch and trace excess hide behind it (Simulator::sequence_ns), so the search counts each
+  // region at its time less that share of both (region_key_ns). 0 for a stage run alone.
+  double hidden_launch = 0;
   ProgressFn progress;
 };
+
+// What the search counts a region at: its time, less `hidden_launch` of its share of the
+// stage's graph launch and trace excess.
+inline TimeNs region_key_ns(const simulator::RegionResult& r, double hidden_launch) {
+  return r.time_ns -
+         static_cast<TimeNs>(std::llround(
+             hidden_launch * static_cast<double>(r.graph_launch_ns + r.trace_excess_ns)));
+}
 
 // mk regions of up to this many ops are always simulated (step 1 above).
 inline constexpr int kShortRegionOps = 4;
@@ -89,11 +107,12 @@ inline constexpr int kShortRegionOps = 4;
 StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
                          const SearchOptions& options = {});
 
-// Every composition of the stage, each region timed by Simulator::simulate_region; the K best.
-// `canonical_only` skips compositions with adjacent conv regions (which time the same as their
-// merge). Refuses stages of more than kExhaustiveMaxOps ops: there are about 2 x 3^(n-1).
+// Every composition of the stage, each region timed by Simulator::simulate_region and counted
+// at region_key_ns; the K best. `canonical_only` skips compositions with adjacent conv regions
+// (which time the same as their merge). Refuses stages of more than kExhaustiveMaxOps ops:
+// there are about 2 x 3^(n-1).
 inline constexpr int kExhaustiveMaxOps = 18;
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only = true);
+                             int top_k, bool canonical_only = true, double hidden_launch = 0);
 
 }  // namespace megacut::planner

@@ -38,7 +38,11 @@ struct RegionResult {
   TimeNs work_ns = 0;    // conv: first kernel start to last kernel end; mk: tasks
   TimeNs drain_ns = 0;   // mk: last task end to kernel end
   int64_t kernels = 0;
-  int64_t graph_nodes = 0;                // nodes it adds to the stage's CUDA graph
+  int64_t graph_nodes = 0;  // nodes it adds to the stage's CUDA graph
+  // Its share of the stage's graph_launch_ns and trace_excess_ns (StagePrediction): what a run
+  // that follows another at once does not wait for.
+  TimeNs graph_launch_ns = 0;
+  TimeNs trace_excess_ns = 0;
   int64_t tasks = 0;                      // mk only
   std::optional<RegionConfig> config;     // mk: the predicted configuration
   std::vector<int> register_limited_ops;  // mk: ops the configuration slows down

@@ -557,6 +557,9 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   } else {
     r->graph_nodes = kMkRegionNodes;
   }
+  r->graph_launch_ns =
+      (before == Boundary::stage_start ? s.launch_fixed_ns : 0) + r->graph_nodes * s.launch_node_ns;
+  r->trace_excess_ns = r->graph_nodes * s.trace_excess_node_ns;
   r->gap_ns = gap_before(s, region, before) + r->graph_nodes * s.launch_node_ns;
   if (r->gap_ns > 0) {
     r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
@@ -642,12 +645,10 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     std::vector<OpOnPath> by_op(g.op_count());
     TimeNs t = 0;
     Boundary before = Boundary::stage_start;
-    const StageState& st = state(stage.name, batch);
-    sp.graph_launch_ns = st.launch_fixed_ns;
     for (const model::Region& region : composition.regions(stage.name)) {
       auto r = simulate_region(stage.name, batch, region, before);
-      sp.graph_launch_ns += r->graph_nodes * st.launch_node_ns;
-      sp.trace_excess_ns += r->graph_nodes * st.trace_excess_node_ns;
+      sp.graph_launch_ns += r->graph_launch_ns;
+      sp.trace_excess_ns += r->trace_excess_ns;
       sp.region_start_ns.push_back(t);
       for (PathStep step : r->critical_path) {
         step.start_ns += t;

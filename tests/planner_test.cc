@@ -175,6 +175,78 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
               static_cast<long long>(regions), static_cast<long long>(resumed));
 }
 
+// A launch sweep with a per-node launch and trace excess, so that graph launches weigh by
+// node: a fixed 4 us, `node_ns` a node, and `excess_ns` a node of tracing (a 512-node chain's
+// traced span that much longer than its back-to-back replay).
+void add_launch_sweep(Profile& p, double node_ns, double excess_ns) {
+  for (simulator::BatchProfile& b : p.batches) {
+    simulator::GraphLaunchPoint chain{512, constant_stats(4000 + 512 * node_ns)};
+    chain.span_ns = constant_stats(512 * 3000 + 512 * excess_ns);
+    chain.back_to_back_ns = constant_stats(512 * 3000);
+    b.graph_launch_by_nodes = {{1, constant_stats(4000 + node_ns)}, chain};
+  }
+}
+
+// With some of a stage's launch hidden, the DP still finds the exhaustive K best, each counted
+// at its regions' time less that share of their launch and trace excess.
+TEST(SearchTest, DpFindsTheExhaustiveOptimumWithHiddenLaunches) {
+  int cases = 0;
+  for (uint32_t seed = 300; seed < 306; ++seed) {
+    Profile p = random_profile(one_layer("qwen3"), {1}, seed);
+    add_launch_sweep(p, 200.0 * (seed % 4), 300);
+    simulator::Simulator sim(p);
+    for (double hidden : {0.5, 1.0}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", hidden " + std::to_string(hidden));
+      const StageSearch dp = search_stage(sim, "decode", 1, {.top_k = 4, .hidden_launch = hidden});
+      const StageSearch all = exhaustive_stage(sim, "decode", 1, 4, true, hidden);
+      ASSERT_EQ(times_of(dp), times_of(all));
+      for (const StageCandidate& c : dp.best) {
+        TimeNs key = 0, time = 0;
+        simulator::Boundary before = simulator::Boundary::stage_start;
+        for (const Region& r : c.regions) {
+          const auto result = sim.simulate_region("decode", 1, r, before);
+          key += region_key_ns(*result, hidden);
+          time += result->time_ns;
+          before = r.kind == RegionKind::mk ? simulator::Boundary::after_mk
+                                            : simulator::Boundary::after_conv;
+        }
+        EXPECT_EQ(c.time_ns, key);
+        EXPECT_LT(c.time_ns, time);  // the fixed launch alone is 4 us
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 12);
+}
+
+// A TTS stage's runs follow other runs at once: its search key orders its compositions as
+// their time to first audio does, to the nanosecond (the vocoder runs once, after the talker),
+// though the compositions differ in graph nodes and each node costs 500 ns of launch.
+TEST(SearchTest, TtsStageKeysDifferAsTheFirstAudioDoes) {
+  Profile p = testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16);
+  add_launch_sweep(p, 500, 300);
+  simulator::Simulator sim(p);
+  const StageSearch s = search_stage(sim, "vocoder", 1, {.top_k = 6, .hidden_launch = 1});
+  ASSERT_GE(s.best.size(), 2u);
+  model::Composition c = model::uniform_composition(sim.stage_shapes(1), model::RegionKind::conv);
+  std::vector<TimeNs> ttfa;
+  std::set<int64_t> nodes;
+  for (const StageCandidate& candidate : s.best) {
+    for (model::StageRegions& stage : c.stages) {
+      if (stage.stage == "vocoder") stage.regions = candidate.regions;
+    }
+    const simulator::Prediction prediction = sim.simulate(c, 1);
+    ttfa.push_back(prediction.ttfo_ns);
+    int64_t n = 0;
+    for (const auto& r : prediction.stage("vocoder").regions) n += r->graph_nodes;
+    nodes.insert(n);
+  }
+  EXPECT_GT(nodes.size(), 1u);
+  for (size_t i = 1; i < s.best.size(); ++i) {
+    EXPECT_EQ(ttfa[i] - ttfa[0], s.best[i].time_ns - s.best[0].time_ns) << "candidate " << i;
+  }
+}
+
 TEST(SearchTest, PruningAndResumingChangeNothingOnTwoLayerGraphs) {
   for (const std::string model : {"tiny-llama", "tiny-qwen3"}) {
     for (uint32_t seed = 200; seed < 206; ++seed) {
