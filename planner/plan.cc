@@ -47,7 +47,7 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
 // the scenario runs it. Where runs replay back to back (a TTS pipeline), each run after the
 // first hides its graph launch behind the one before (Simulator::sequence_ns, while the host
 // keeps ahead of the GPU), and each stage's search counts its regions without the launch share
-// its runs hide in the primary objective's sequence (hidden_launch); the ranked list is then
+// its runs hide in the primary objective's sequence (hidden_launch_share); the ranked list is then
 // ordered by the simulator's own prediction.
 struct Weights {
   int64_t primary = 0;
@@ -70,8 +70,8 @@ std::vector<std::vector<int>> best_combinations(const std::vector<StageSearch>& 
   auto key = [&](const std::vector<int>& ranks) {
     TimeNs primary = 0, secondary = 0;
     for (size_t s = 0; s < stages.size(); ++s) {
-      primary += w[s].primary * stages[s].best[ranks[s]].time_ns;
-      secondary += w[s].secondary * stages[s].best[ranks[s]].time_ns;
+      primary += w[s].primary * stages[s].best[ranks[s]].key_ns;
+      secondary += w[s].secondary * stages[s].best[ranks[s]].key_ns;
     }
     return Key{primary, secondary, ranks};
   };
@@ -98,9 +98,9 @@ std::vector<std::vector<int>> best_combinations(const std::vector<StageSearch>& 
 }
 
 // The share of a stage's runs that follow another run at once in the objective's sequence
-// (the first output's, or the step's): SearchOptions::hidden_launch.
-double hidden_launch(const model::Scenario& scenario, std::string_view stage,
-                     std::optional<Objective> objective) {
+// (the first output's, or the step's): SearchOptions::hidden_launch_share.
+double hidden_launch_share(const model::Scenario& scenario, std::string_view stage,
+                           std::optional<Objective> objective) {
   const model::Sequence which =
       objective == Objective::throughput ? model::Sequence::step : model::Sequence::first_output;
   const std::vector<std::string> runs = model::stage_sequence(scenario, which);
@@ -138,8 +138,8 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
     const simulator::Prediction p = sim.simulate(c, batch);
     if (out.notes.empty()) out.notes = p.notes;
     for (size_t s = 0; s < searches.size(); ++s) {
-      const TimeNs searched = searches[s].best[ranks[s]].time_ns;
-      const double hidden = hidden_launch(scenario, searches[s].stage, options.objective);
+      const TimeNs searched = searches[s].best[ranks[s]].key_ns;
+      const double hidden = hidden_launch_share(scenario, searches[s].stage, options.objective);
       TimeNs simulated = 0;
       for (const auto& r : p.stages[s].regions) simulated += region_key_ns(*r, hidden);
       if (simulated != searched) {
@@ -423,7 +423,7 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     simulator::Simulator local(profile, options.sim);
     SearchOptions so;
     so.top_k = options.top_k;
-    so.hidden_launch = hidden_launch(scenario, stage, options.objective);
+    so.hidden_launch_share = hidden_launch_share(scenario, stage, options.objective);
     so.progress = [&, j, doing](double f) { report(j, f, doing); };
     searches[job.batch][job.stage] = search_stage(local, stage, batch, so);
   });

@@ -79,7 +79,7 @@ class StageSearcher {
     // 2-5. Bounds for the longer regions; simulate those that can still be in the K best.
     if (options_.prune) {
       const TimeNs upper =
-          static_cast<int>(best.size()) == options_.top_k ? best.back().time_ns : kInf;
+          static_cast<int>(best.size()) == options_.top_k ? best.back().key_ns : kInf;
       bound_all();
       for (int a = 0; a < n_; ++a) {
         ends[a].clear();
@@ -136,14 +136,14 @@ class StageSearcher {
           conv_[i][before] =
               region_key_ns(*sim_.simulate_region(stage_, batch_, {RegionKind::conv, i, i + 1},
                                                   kBoundary[before]),
-                            options_.hidden_launch);
+                            options_.hidden_launch_share);
         } catch (const Error&) {
         }
         try {
           const auto r =
               sim_.simulate_region(stage_, batch_, {RegionKind::mk, i, i + 1}, kBoundary[before]);
           // An mk region is one graph node whatever its ops: its launch share is the same.
-          overhead_[i][before] = region_key_ns(*r, options_.hidden_launch) - r->work_ns;
+          overhead_[i][before] = region_key_ns(*r, options_.hidden_launch_share) - r->work_ns;
           makespan_[i][0] = r->work_ns;
           mk_ok[i] = 1;
         } catch (const Error&) {
@@ -407,7 +407,7 @@ class StageSearcher {
     std::vector<StageCandidate> out;
     for (int i = 0; i < std::min<int>(k, static_cast<int>(ends.size())); ++i) {
       StageCandidate c;
-      c.time_ns = ends[i].first.cost;
+      c.key_ns = ends[i].first.cost;
       // Walk back: each step is one region (mk) or one op of a conv region.
       int b = n_, kind = ends[i].second;
       Entry e = ends[i].first;
@@ -461,7 +461,7 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 }
 
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only, double hidden_launch) {
+                             int top_k, bool canonical_only, double hidden_launch_share) {
   const auto start = std::chrono::steady_clock::now();
   const int n = sim.graph(stage, batch).op_count();
   if (n > kExhaustiveMaxOps) {
@@ -481,7 +481,7 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
           try {
             const Region r{kind == 0 ? RegionKind::conv : RegionKind::mk, a, b};
             cost[kind][a][b][before] = region_key_ns(
-                *sim.simulate_region(stage, batch, r, kBoundary[before]), hidden_launch);
+                *sim.simulate_region(stage, batch, r, kBoundary[before]), hidden_launch_share);
             if (kind == 1) ++simulated;
           } catch (const Error&) {
           }

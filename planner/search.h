@@ -4,8 +4,8 @@
 // A kernel boundary is a full barrier, so a stage's time is the sum of its regions' times, and
 // a region's time depends only on its ops and on the kind of region before it
 // (Simulator::simulate_region). The search counts each region at that time less the share of
-// its launch that hides behind the run before (SearchOptions::hidden_launch: a TTS stage's runs
-// replay back to back), a share that also depends only on the region. The DP's states are (cut
+// its launch that hides behind the run before (SearchOptions::hidden_launch_share: a TTS stage's
+// runs replay back to back), a share that also depends only on the region. The DP's states are (cut
 // position, kind of the region ending there); every op boundary is a candidate cut. A conv
 // region costs the sum of its ops run one by one (the gap inside a conv region is the gap after
 // a conv region), so conv regions are built from single-op steps, and two conv regions are never
@@ -60,8 +60,8 @@ using ProgressFn = std::function<void(double fraction)>;
 struct StageCandidate {
   std::vector<model::Region> regions;  // canonical: no two adjacent conv regions
   // The search's key: the stage's time, less the share of its launch that hides behind the
-  // run before (SearchOptions::hidden_launch); the stage's time where that share is 0.
-  TimeNs time_ns = 0;
+  // run before (SearchOptions::hidden_launch_share); the stage's time where that share is 0.
+  TimeNs key_ns = 0;
   friend bool operator==(const StageCandidate&, const StageCandidate&) = default;
 };
 
@@ -78,7 +78,7 @@ struct SearchStats {
 struct StageSearch {
   std::string stage;
   int64_t batch = 0;
-  std::vector<StageCandidate> best;  // at most top_k, by increasing time
+  std::vector<StageCandidate> best;  // at most top_k, by increasing key
   SearchStats stats;
 };
 
@@ -87,18 +87,27 @@ struct SearchOptions {
   bool prune = true;   // off: simulate every mk region (tests compare)
   bool resume = true;  // off: simulate every mk region from its start
   // The share of the stage's runs, in [0, 1], that follow another run at once: their graph
-  // launch and trace excess hide behind it (Simulator::sequence_ns), so the search counts each
-  // region at its time less that share of both (region_key_ns). 0 for a stage run alone.
-  double hidden_launch = 0;
+  // launch and trace excess hide behind it (Simulator::sequence_ns, while the host keeps ahead
+  // of the GPU), so the search counts each region at its time less that share of both
+  // (region_key_ns). 0 for a stage run alone. The planner takes it from the primary
+  // objective's sequence; the other sequence's key is then approximate.
+  double hidden_launch_share = 0;
   ProgressFn progress;
 };
 
-// What the search counts a region at: its time, less `hidden_launch` of its share of the
-// stage's graph launch and trace excess.
-inline TimeNs region_key_ns(const simulator::RegionResult& r, double hidden_launch) {
-  return r.time_ns -
-         static_cast<TimeNs>(std::llround(
-             hidden_launch * static_cast<double>(r.graph_launch_ns + r.trace_excess_ns)));
+// What the search counts a region at: its time, less `hidden_launch_share` of its share of the
+// stage's graph launch and trace excess, rounded per graph node and once for the fixed part, so
+// that a conv region counts what its ops count one by one.
+inline TimeNs region_key_ns(const simulator::RegionResult& r, double hidden_launch_share) {
+  if (hidden_launch_share == 0) return r.time_ns;
+  const auto share = [&](TimeNs ns) {
+    return static_cast<TimeNs>(std::llround(hidden_launch_share * static_cast<double>(ns)));
+  };
+  const TimeNs per_node =
+      r.graph_nodes > 0
+          ? (r.graph_launch_ns - r.launch_fixed_ns + r.trace_excess_ns) / r.graph_nodes
+          : 0;
+  return r.time_ns - share(r.launch_fixed_ns) - r.graph_nodes * share(per_node);
 }
 
 // mk regions of up to this many ops are always simulated (step 1 above).
@@ -113,6 +122,6 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 // there are about 2 x 3^(n-1).
 inline constexpr int kExhaustiveMaxOps = 18;
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only = true, double hidden_launch = 0);
+                             int top_k, bool canonical_only = true, double hidden_launch_share = 0);
 
 }  // namespace megacut::planner

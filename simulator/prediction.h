@@ -40,9 +40,11 @@ struct RegionResult {
   int64_t kernels = 0;
   int64_t graph_nodes = 0;  // nodes it adds to the stage's CUDA graph
   // Its share of the stage's graph_launch_ns and trace_excess_ns (StagePrediction): what a run
-  // that follows another at once does not wait for.
+  // that follows another at once does not wait for. Each node's share is the same; the graph's
+  // fixed launch (launch_fixed_ns, part of graph_launch_ns) falls to the stage's first region.
   TimeNs graph_launch_ns = 0;
   TimeNs trace_excess_ns = 0;
+  TimeNs launch_fixed_ns = 0;
   int64_t tasks = 0;                      // mk only
   std::optional<RegionConfig> config;     // mk: the predicted configuration
   std::vector<int> register_limited_ops;  // mk: ops the configuration slows down

@@ -557,8 +557,8 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   } else {
     r->graph_nodes = kMkRegionNodes;
   }
-  r->graph_launch_ns =
-      (before == Boundary::stage_start ? s.launch_fixed_ns : 0) + r->graph_nodes * s.launch_node_ns;
+  r->launch_fixed_ns = before == Boundary::stage_start ? s.launch_fixed_ns : 0;
+  r->graph_launch_ns = r->launch_fixed_ns + r->graph_nodes * s.launch_node_ns;
   r->trace_excess_ns = r->graph_nodes * s.trace_excess_node_ns;
   r->gap_ns = gap_before(s, region, before) + r->graph_nodes * s.launch_node_ns;
   if (r->gap_ns > 0) {
