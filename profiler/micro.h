@@ -58,11 +58,14 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
 // round by round: what a stage's graph_ns adds to its traced kernels and gaps, per size. What it
 // measures depends on the host as much as on the graph: the GPU starts the first kernel only when
 // the cudaGraphLaunch call returns, and that call's time per node was seen to double for seconds
-// at a time on the same machine; and tracing lengthens each gap (about 0.1 to 0.2 µs), which the
-// difference takes off again. So the profiler runs a round after each replay of a batch's stages,
+// at a time on the same machine; and tracing lengthens each kernel and gap, which the difference
+// takes off the launch. So the profiler runs a round after each replay of a batch's stages,
 // untraced and traced alike, and the sweep sees the host as the replays do. An untraced round
 // also replays each chain of 256 nodes or more back to back (GraphLaunchPoint::back_to_back_ns):
-// its kernels and gaps without tracing, to set against the traced span.
+// its kernels and gaps without tracing, to set against the traced span. The launch so measured
+// lacks what tracing adds (about 0.41 µs a node on the H200): a graph replayed alone still adds
+// up, its traced kernels carrying it; a graph launched while the one before runs hides its
+// launch, and the simulator moves the excess there (trace excess).
 class LaunchSweep {
  public:
   LaunchSweep();

@@ -374,8 +374,8 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
     EXPECT_GT(points.front().launch_ns.p50, 0) << where;
     EXPECT_GT(simulator::fit_graph_launch(nodes, launch_ns).at(nodes.back()), 0) << where;
     // Every size has its traced span; the long chains their back-to-back replay as well, which
-    // the GPU paces (it takes longer than the host's launch of the same graph) and which, being
-    // untraced, takes no more than half again the traced span.
+    // takes longer than the launch measured for the same graph and no more than half again the
+    // traced span (whether the GPU or the host set its pace, these cannot tell).
     for (const simulator::GraphLaunchPoint& g : points) {
       ASSERT_TRUE(g.span_ns.has_value()) << where << ", " << g.nodes;
       EXPECT_EQ(g.span_ns->count, samples) << where << ", " << g.nodes;
