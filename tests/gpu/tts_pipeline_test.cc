@@ -607,7 +607,8 @@ TEST_P(TtsChunkTest, FirstChunkMatchesFloat64Interpreter) {
     const int64_t book = tts.codec->codebook_size;
     auto folded = [&](const Values& tokens) {
       Values codes(tokens.size());
-      for (size_t i = 0; i < tokens.size(); ++i) codes[i] = std::fmod(tokens[i], double(book));
+      for (size_t i = 0; i < tokens.size(); ++i)
+        codes[i] = std::fmod(tokens[i], static_cast<double>(book));
       return codes;
     };
     Values codes(batch * kFrames * groups);  // the codec's input: (batch, frames, groups)
