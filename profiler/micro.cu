@@ -604,8 +604,8 @@ struct LaunchSweep::Impl {
   std::array<Graph, std::size(kLaunchSweepNodes)> graphs;
   Event before, after;
   std::vector<std::vector<double>> untraced_ns;  // (size, round)
-  std::vector<std::vector<double>>
-      back_to_back_ns;  // (size, round); sizes from kBackToBackMinNodes
+  // (size, round), for the sizes from kBackToBackMinNodes on.
+  std::vector<std::vector<double>> back_to_back_ns;
   int traced_rounds = 0;
 
   Impl() : untraced_ns(graphs.size()), back_to_back_ns(graphs.size()) {
