@@ -126,7 +126,11 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
   const model::Scenario scenario = sim.scenario(batch);
   const std::vector<model::StageShape> shapes = sim.stage_shapes(batch);
   std::vector<Weights> w;
+  std::vector<double> hidden;  // each search's hidden_launch_share
   for (const model::Stage& s : scenario.stages) w.push_back(weights(s, options.objective));
+  for (const StageSearch& s : searches) {
+    hidden.push_back(hidden_launch_share(scenario, s.stage, options.objective));
+  }
 
   BatchPlan out;
   out.batch = batch;
@@ -139,9 +143,8 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
     if (out.notes.empty()) out.notes = p.notes;
     for (size_t s = 0; s < searches.size(); ++s) {
       const TimeNs searched = searches[s].best[ranks[s]].key_ns;
-      const double hidden = hidden_launch_share(scenario, searches[s].stage, options.objective);
       TimeNs simulated = 0;
-      for (const auto& r : p.stages[s].regions) simulated += region_key_ns(*r, hidden);
+      for (const auto& r : p.stages[s].regions) simulated += region_key_ns(*r, hidden[s]);
       if (simulated != searched) {
         throw Error("planner: internal error: batch " + std::to_string(batch) + ", stage " +
                     searches[s].stage + ": the search counted '" + c.to_string() + "' at " +

@@ -103,11 +103,8 @@ inline TimeNs region_key_ns(const simulator::RegionResult& r, double hidden_laun
   const auto share = [&](TimeNs ns) {
     return static_cast<TimeNs>(std::llround(hidden_launch_share * static_cast<double>(ns)));
   };
-  const TimeNs per_node =
-      r.graph_nodes > 0
-          ? (r.graph_launch_ns - r.launch_fixed_ns + r.trace_excess_ns) / r.graph_nodes
-          : 0;
-  return r.time_ns - share(r.launch_fixed_ns) - r.graph_nodes * share(per_node);
+  return r.time_ns - share(r.launch_fixed_ns) -
+         r.graph_nodes * share(r.launch_node_ns + r.trace_excess_node_ns);
 }
 
 // mk regions of up to this many ops are always simulated (step 1 above).

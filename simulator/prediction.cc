@@ -47,6 +47,18 @@ json region_json(const RegionResult& r, TimeNs start_ns, int sm_count) {
 
 }  // namespace
 
+TimeNs StagePrediction::graph_launch_ns() const {
+  TimeNs total = 0;
+  for (const auto& r : regions) total += r->graph_launch_ns();
+  return total;
+}
+
+TimeNs StagePrediction::trace_excess_ns() const {
+  TimeNs total = 0;
+  for (const auto& r : regions) total += r->trace_excess_ns();
+  return total;
+}
+
 const StagePrediction& Prediction::stage(std::string_view name) const {
   for (const StagePrediction& s : stages) {
     if (s.stage == name) return s;
@@ -71,8 +83,8 @@ json prediction_to_json(const Prediction& p) {
                       {"time_ns", s.time_ns},
                       {"runs_to_first_output", s.runs_to_first_output},
                       {"runs_per_step", s.runs_per_step},
-                      {"graph_launch_ns", s.graph_launch_ns},
-                      {"trace_excess_ns", s.trace_excess_ns},
+                      {"graph_launch_ns", s.graph_launch_ns()},
+                      {"trace_excess_ns", s.trace_excess_ns()},
                       {"measured_conv_graph_ns",
                        s.measured_conv_graph_ns ? json(*s.measured_conv_graph_ns) : json(nullptr)},
                       {"regions", regions},

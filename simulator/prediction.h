@@ -39,12 +39,14 @@ struct RegionResult {
   TimeNs drain_ns = 0;   // mk: last task end to kernel end
   int64_t kernels = 0;
   int64_t graph_nodes = 0;  // nodes it adds to the stage's CUDA graph
-  // Its share of the stage's graph_launch_ns and trace_excess_ns (StagePrediction): what a run
-  // that follows another at once does not wait for. Each node's share is the same; the graph's
-  // fixed launch (launch_fixed_ns, part of graph_launch_ns) falls to the stage's first region.
-  TimeNs graph_launch_ns = 0;
-  TimeNs trace_excess_ns = 0;
+  // Its share of the stage's graph launch and trace excess (StagePrediction), what a run that
+  // follows another at once does not wait for: the graph's fixed launch if it is the stage's
+  // first region, and per graph node the stage's launch and trace excess.
   TimeNs launch_fixed_ns = 0;
+  TimeNs launch_node_ns = 0;
+  TimeNs trace_excess_node_ns = 0;
+  TimeNs graph_launch_ns() const { return launch_fixed_ns + graph_nodes * launch_node_ns; }
+  TimeNs trace_excess_ns() const { return graph_nodes * trace_excess_node_ns; }
   int64_t tasks = 0;                      // mk only
   std::optional<RegionConfig> config;     // mk: the predicted configuration
   std::vector<int> register_limited_ops;  // mk: ops the configuration slows down
@@ -66,12 +68,6 @@ struct StagePrediction {
   int64_t runs_to_first_output = 0;
   int64_t runs_per_step = 0;
   TimeNs time_ns = 0;
-  // The part of time_ns that is the host launching the stage's CUDA graph (the profile's fit of
-  // graph launch against nodes): replayed after another stage, the launch overlaps that stage.
-  TimeNs graph_launch_ns = 0;
-  // Of the rest of time_ns, what tracing added to the profile's kernels and gaps (graph nodes
-  // times the profile's per-node excess): the launch really takes it, and overlaps with it.
-  TimeNs trace_excess_ns = 0;
   std::vector<std::shared_ptr<const RegionResult>> regions;
   std::vector<TimeNs> region_start_ns;
   std::vector<PathStep> critical_path;           // stage time line
@@ -81,6 +77,13 @@ struct StagePrediction {
   std::vector<double> sm_utilization;            // per SM: busy time / stage time
   std::optional<TimeNs> measured_conv_graph_ns;  // the profile's all-conv graph (replay check)
   std::vector<std::string> op_names;
+
+  // The part of time_ns that is the host launching the stage's CUDA graph (the profile's fit of
+  // graph launch against nodes): replayed after another stage, the launch overlaps that stage.
+  TimeNs graph_launch_ns() const;
+  // Of the rest of time_ns, what tracing added to the profile's kernels and gaps (graph nodes
+  // times the profile's per-node excess): the launch really takes it, and overlaps with it.
+  TimeNs trace_excess_ns() const;
 };
 
 struct Interpolation {

@@ -559,8 +559,8 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
     r->graph_nodes = kMkRegionNodes;
   }
   r->launch_fixed_ns = before == Boundary::stage_start ? s.launch_fixed_ns : 0;
-  r->graph_launch_ns = r->launch_fixed_ns + r->graph_nodes * s.launch_node_ns;
-  r->trace_excess_ns = r->graph_nodes * s.trace_excess_node_ns;
+  r->launch_node_ns = s.launch_node_ns;
+  r->trace_excess_node_ns = s.trace_excess_node_ns;
   r->gap_ns = gap_before(s, region, before) + r->graph_nodes * s.launch_node_ns;
   if (r->gap_ns > 0) {
     r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
@@ -579,7 +579,7 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
 // turn, while the GPU runs the graphs already launched; a stage starts on the GPU when the one
 // before it has ended (plus one kernel gap) and the host has launched it, and then takes its
 // time less its launch. One run alone (an LLM's prefill, or its decode step) takes its stage's
-// time. The launch here is graph_launch_ns plus trace_excess_ns: the profile's kernels and gaps
+// time. The launch here is graph_launch_ns() plus trace_excess_ns(): the profile's kernels and gaps
 // are traced, and its launch is the untraced replay less their traced span, so what tracing
 // added to them is missing from the launch; on its own a run adds up either way, in a sequence
 // the launch hides and the excess must not stay on the GPU's side.
@@ -590,7 +590,7 @@ TimeNs Simulator::sequence_ns(const Prediction& p, const model::Scenario& scenar
   bool first = true;
   for (const std::string& name : model::stage_sequence(scenario, which)) {
     const StagePrediction& stage = p.stage(name);
-    const TimeNs launch = stage.graph_launch_ns + stage.trace_excess_ns;
+    const TimeNs launch = stage.graph_launch_ns() + stage.trace_excess_ns();
     host += launch;
     gpu = std::max(first ? 0 : gpu + graph_gap, host) + stage.time_ns - launch;
     first = false;
@@ -648,8 +648,6 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     Boundary before = Boundary::stage_start;
     for (const model::Region& region : composition.regions(stage.name)) {
       auto r = simulate_region(stage.name, batch, region, before);
-      sp.graph_launch_ns += r->graph_launch_ns;
-      sp.trace_excess_ns += r->trace_excess_ns;
       sp.region_start_ns.push_back(t);
       for (PathStep step : r->critical_path) {
         step.start_ns += t;

@@ -312,10 +312,10 @@ TEST(TtsSimulatorTest, BackToBackRunsHideTheirGraphLaunches) {
     // (800 ns) in its place.
     auto expected = [&](model::Sequence which) {
       const std::vector<std::string> runs = model::stage_sequence(sc, which);
-      TimeNs total = p.stage(runs.front()).graph_launch_ns;
+      TimeNs total = p.stage(runs.front()).graph_launch_ns();
       for (const std::string& stage : runs) {
-        EXPECT_EQ(p.stage(stage).graph_launch_ns, 4000) << stage;  // conv: the fixed part only
-        total += p.stage(stage).time_ns - p.stage(stage).graph_launch_ns;
+        EXPECT_EQ(p.stage(stage).graph_launch_ns(), 4000) << stage;  // conv: the fixed part only
+        total += p.stage(stage).time_ns - p.stage(stage).graph_launch_ns();
       }
       return total + 800 * static_cast<TimeNs>(runs.size() - 1);
     };
@@ -350,15 +350,15 @@ TEST(TtsSimulatorTest, TracingsExcessMovesFromTheGpuToTheLaunch) {
   const model::Scenario sc = base.scenario(1);
   for (const model::Stage& stage : sc.stages) {
     EXPECT_EQ(b.stage(stage.name).time_ns, a.stage(stage.name).time_ns) << stage.name;
-    EXPECT_EQ(a.stage(stage.name).trace_excess_ns, 0) << stage.name;
-    EXPECT_EQ(c.stage(stage.name).trace_excess_ns, 0) << stage.name;
-    EXPECT_EQ(b.stage(stage.name).trace_excess_ns, 300 * base.graph(stage.name, 1).op_count())
+    EXPECT_EQ(a.stage(stage.name).trace_excess_ns(), 0) << stage.name;
+    EXPECT_EQ(c.stage(stage.name).trace_excess_ns(), 0) << stage.name;
+    EXPECT_EQ(b.stage(stage.name).trace_excess_ns(), 300 * base.graph(stage.name, 1).op_count())
         << stage.name;
   }
   for (model::Sequence which : {model::Sequence::first_output, model::Sequence::step}) {
     const std::vector<std::string> runs = model::stage_sequence(sc, which);
     TimeNs saved = 0;
-    for (size_t i = 1; i < runs.size(); ++i) saved += b.stage(runs[i]).trace_excess_ns;
+    for (size_t i = 1; i < runs.size(); ++i) saved += b.stage(runs[i]).trace_excess_ns();
     const TimeNs before = which == model::Sequence::step ? a.decode_step_ns : a.ttfo_ns;
     const TimeNs after = which == model::Sequence::step ? b.decode_step_ns : b.ttfo_ns;
     EXPECT_GT(saved, 0);
@@ -380,7 +380,7 @@ TEST(TtsSimulatorTest, ASlowHostBoundsBackToBackRuns) {
   const std::vector<std::string> runs = model::stage_sequence(sc, model::Sequence::first_output);
   const StagePrediction& last = p.stage(runs.back());
   EXPECT_EQ(p.ttfo_ns,
-            1'000'000 * static_cast<TimeNs>(runs.size()) + last.time_ns - last.graph_launch_ns);
+            1'000'000 * static_cast<TimeNs>(runs.size()) + last.time_ns - last.graph_launch_ns());
 }
 
 // An LLM's first output and step are one run each: the stage's time, launch included.
