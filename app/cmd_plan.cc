@@ -26,7 +26,7 @@ using simulator::TimeNs;
 struct PlanCommandOptions {
   std::string profile;
   std::string batches;
-  int top_k = 5;
+  int top_k = 1;
   std::string objective;
   std::string json_path;
   int threads = 0;
@@ -141,14 +141,14 @@ void print_search(const planner::Plan& plan) {
   }
   std::printf(
       "search: exact DP over every op boundary (ops per stage: %s); %s mk regions possible, %s "
-      "simulated (%s; the rest pruned by lower bounds), %s of them continued from a longer "
-      "region's run; %s tasks simulated; %.2f s on %d thread%s\n",
+      "simulated (%s%s), %s of them continued from a longer region's run; %s tasks simulated; "
+      "%.2f s on %d thread%s\n",
       ops.c_str(), format_count(regions).c_str(), format_count(simulated).c_str(),
       model::percent_text(
           regions > 0 ? static_cast<double>(simulated) / static_cast<double>(regions) : 0)
           .c_str(),
-      format_count(resumed).c_str(), format_count(tasks).c_str(), plan.seconds, plan.threads,
-      plan.threads == 1 ? "" : "s");
+      simulated < regions ? "; the rest pruned by lower bounds" : "", format_count(resumed).c_str(),
+      format_count(tasks).c_str(), plan.seconds, plan.threads, plan.threads == 1 ? "" : "s");
 }
 
 void print_pareto(const planner::Plan& plan) {
@@ -275,6 +275,17 @@ void run(const PlanCommandOptions& o) {
         "objective: none given (--objective ttfo|throughput): ranked by TTFO, then "
         "decode step; Pareto front below\n");
   }
+  if (plan.top_k > 1) {
+    std::string floors;
+    for (int j = 1; j < plan.top_k; ++j) {
+      floors +=
+          (j > 1 ? ", " : "") + model::percent_text(static_cast<double>(j) / (plan.top_k - 1));
+    }
+    std::printf(
+        "ranked: the best composition, then the best with at least %s of each stage's ops in mk "
+        "regions, where distinct (--top %d)\n",
+        floors.c_str(), plan.top_k);
+  }
   if (profile.frames > 0) {
     std::printf(
         "TTS pipeline: TTFO is the time to first audio (a chunk of %lld frames); the decode step "
@@ -301,7 +312,11 @@ void add_plan_command(CLI::App& root) {
   cmd->add_option("--profile", o->profile, "profile.json (megacut.profile/1)")->required();
   cmd->add_option("--batch,-b", o->batches,
                   "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
-  cmd->add_option("--top,-k", o->top_k, "Compositions ranked per batch")->capture_default_str();
+  cmd->add_option("--top,-k", o->top_k,
+                  "Compositions ranked per batch: the best, then the best with at least "
+                  "1/(K-1), 2/(K-1), ..., all of each stage's ops in mk regions (K > 1 "
+                  "simulates every mk region: several times slower)")
+      ->capture_default_str();
   cmd->add_option("--objective", o->objective,
                   "ttfo or throughput (default: rank by TTFO and print the Pareto front)");
   cmd->add_option("--json", o->json_path, "Write the plan (megacut.plan/1) here");

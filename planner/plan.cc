@@ -4,9 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
-#include <queue>
-#include <set>
 #include <thread>
 
 #include "model/error.h"
@@ -43,60 +42,6 @@ void parallel_for(size_t count, int threads, const std::function<void(size_t)>& 
   if (error) std::rethrow_exception(error);
 }
 
-// How one stage's search key counts in an objective's primary and secondary keys: as often as
-// the scenario runs it. Where runs replay back to back (a TTS pipeline), each run after the
-// first hides its graph launch behind the one before (Simulator::sequence_ns, while the host
-// keeps ahead of the GPU), and each stage's search counts its regions without the launch share
-// its runs hide in the primary objective's sequence (hidden_launch_share); the ranked list is then
-// ordered by the simulator's own prediction.
-struct Weights {
-  int64_t primary = 0;
-  int64_t secondary = 0;
-};
-
-Weights weights(const model::Stage& stage, std::optional<Objective> objective) {
-  const int64_t ttfo = stage.runs_to_first_output;
-  const int64_t step = stage.runs_per_step;
-  if (objective == Objective::throughput) return {step, ttfo};
-  return {ttfo, step};
-}
-
-// The k best choices of one candidate per stage, by (primary, secondary) summed over stages;
-// each stage's candidates are sorted by time, so a choice's successors (one stage one rank
-// down) are never better than it, and a best-first walk from all-zero ranks finds them.
-std::vector<std::vector<int>> best_combinations(const std::vector<StageSearch>& stages,
-                                                const std::vector<Weights>& w, int k) {
-  using Key = std::tuple<TimeNs, TimeNs, std::vector<int>>;
-  auto key = [&](const std::vector<int>& ranks) {
-    TimeNs primary = 0, secondary = 0;
-    for (size_t s = 0; s < stages.size(); ++s) {
-      primary += w[s].primary * stages[s].best[ranks[s]].key_ns;
-      secondary += w[s].secondary * stages[s].best[ranks[s]].key_ns;
-    }
-    return Key{primary, secondary, ranks};
-  };
-  std::priority_queue<Key, std::vector<Key>, std::greater<>> open;
-  std::set<std::vector<int>> seen;
-  const std::vector<int> first(stages.size(), 0);
-  open.push(key(first));
-  seen.insert(first);
-  std::vector<std::vector<int>> out;
-  while (!open.empty() && static_cast<int>(out.size()) < k) {
-    std::vector<int> ranks = std::get<2>(open.top());
-    open.pop();
-    out.push_back(ranks);
-    for (size_t s = 0; s < stages.size(); ++s) {
-      // A stage that counts in neither key only ever takes its best.
-      if (w[s].primary == 0 && w[s].secondary == 0) continue;
-      if (ranks[s] + 1 >= static_cast<int>(stages[s].best.size())) continue;
-      std::vector<int> next = ranks;
-      ++next[s];
-      if (seen.insert(next).second) open.push(key(next));
-    }
-  }
-  return out;
-}
-
 // The share of a stage's runs that follow another run at once in the objective's sequence
 // (the first output's, or the step's): SearchOptions::hidden_launch_share.
 double hidden_launch_share(const model::Scenario& scenario, std::string_view stage,
@@ -120,39 +65,53 @@ bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> obj
   return std::tie(a.ttfo_ns, a.decode_step_ns) < std::tie(b.ttfo_ns, b.decode_step_ns);
 }
 
+// The coverage floors of a ranked list of `top_k`: 1/(K-1), 2/(K-1), ..., 1.
+std::vector<double> coverage_floors(int top_k) {
+  std::vector<double> floors;
+  for (int j = 1; j < top_k; ++j) floors.push_back(static_cast<double>(j) / (top_k - 1));
+  return floors;
+}
+
 BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& options, int64_t batch,
                      const std::vector<StageSearch>& searches) {
   simulator::Simulator sim(profile, options.sim);
   const model::Scenario scenario = sim.scenario(batch);
   const std::vector<model::StageShape> shapes = sim.stage_shapes(batch);
-  std::vector<Weights> w;
   std::vector<double> hidden;  // each search's hidden_launch_share
-  for (const model::Stage& s : scenario.stages) w.push_back(weights(s, options.objective));
   for (const StageSearch& s : searches) {
     hidden.push_back(hidden_launch_share(scenario, s.stage, options.objective));
   }
 
   BatchPlan out;
   out.batch = batch;
-  for (const std::vector<int>& ranks : best_combinations(searches, w, options.top_k)) {
+  // Each stage at its best, then each stage at its best over a coverage floor: whichever of
+  // those are distinct. A stage's key sums to its part of either objective's key, so the first
+  // is the best composition.
+  auto add = [&](const std::function<const StageCandidate&(const StageSearch&)>& choice) {
     model::Composition c;
-    for (size_t s = 0; s < searches.size(); ++s) {
-      c.stages.push_back({searches[s].stage, searches[s].best[ranks[s]].regions});
+    for (const StageSearch& s : searches) c.stages.push_back({s.stage, choice(s).regions});
+    const std::string text = c.to_string();
+    for (const Evaluated& e : out.ranked) {
+      if (e.text == text) return;
     }
     const simulator::Prediction p = sim.simulate(c, batch);
     if (out.notes.empty()) out.notes = p.notes;
     for (size_t s = 0; s < searches.size(); ++s) {
-      const TimeNs searched = searches[s].best[ranks[s]].key_ns;
+      const TimeNs searched = choice(searches[s]).key_ns;
       TimeNs simulated = 0;
       for (const auto& r : p.stages[s].regions) simulated += region_key_ns(*r, hidden[s]);
       if (simulated != searched) {
         throw Error("planner: internal error: batch " + std::to_string(batch) + ", stage " +
-                    searches[s].stage + ": the search counted '" + c.to_string() + "' at " +
+                    searches[s].stage + ": the search counted '" + text + "' at " +
                     std::to_string(searched) + " ns, the simulator at " +
                     std::to_string(simulated) + " ns");
       }
     }
     out.ranked.push_back(evaluate(p, c));
+  };
+  add([](const StageSearch& s) -> const StageCandidate& { return s.best.front(); });
+  for (size_t j = 0; j < coverage_floors(options.top_k).size(); ++j) {
+    add([j](const StageSearch& s) -> const StageCandidate& { return s.at_coverage.at(j); });
   }
   std::stable_sort(
       out.ranked.begin(), out.ranked.end(),
@@ -425,7 +384,8 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     // A simulator per search: not thread-safe, and its caches are of no use to other stages.
     simulator::Simulator local(profile, options.sim);
     SearchOptions so;
-    so.top_k = options.top_k;
+    so.top_k = 1;
+    so.coverage_floors = coverage_floors(options.top_k);
     so.hidden_launch_share = hidden_launch_share(scenario, stage, options.objective);
     so.progress = [&, j, doing](double f) { report(j, f, doing); };
     searches[job.batch][job.stage] = search_stage(local, stage, batch, so);

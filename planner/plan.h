@@ -9,9 +9,14 @@
 //
 // Each stage is searched on its own (search_stage), in parallel over (batch, stage) with one
 // Simulator per thread (a Simulator is not thread-safe). A composition is one choice per
-// stage; the top K compositions of a batch are the K best combinations of the stages' K best
-// under the objective's order, each then simulated end to end (Simulator::simulate) and
-// checked against the search.
+// stage. A batch's top K are its best composition, every stage at its best, and K - 1
+// alternatives that cover more of the model with megakernels: every stage at its best with at
+// least 1/(K-1), 2/(K-1), ..., all of its ops (of those with a task benchmark) in mk regions
+// (SearchOptions::coverage_floors). Not the K best: those differ in where a few one-op mk
+// regions sit, predicted within a few hundredths of a percent of each other, far below the
+// simulator's error on real runs (reports/h200/README.md), so their order says nothing. Each is
+// simulated end to end (Simulator::simulate), checked against the search and ranked by the
+// objective.
 #pragma once
 
 #include <array>
@@ -78,7 +83,7 @@ struct StageSearchStats {
 
 struct BatchPlan {
   int64_t batch = 0;
-  std::vector<Evaluated> ranked;  // best first, at most top K
+  std::vector<Evaluated> ranked;  // best first, at most top K, distinct
   Evaluated all_conv;
   std::optional<Evaluated> all_mk;  // one megakernel per stage; absent if an op cannot be one
   std::vector<StageSearchStats> search;
@@ -147,7 +152,9 @@ struct Plan {
 
 struct PlanOptions {
   std::vector<int64_t> batches;  // empty: every batch the profile measured
-  int top_k = 5;
+  // The best, and K - 1 coverage alternatives (above). Alternatives may take any mk region, so
+  // a search that makes them simulates every one: several times slower.
+  int top_k = 1;
   std::optional<Objective> objective;
   int threads = 0;  // 0: one per hardware thread
   // A best composition that beats all-conventional by less (a fraction) counts as

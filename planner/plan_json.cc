@@ -15,6 +15,7 @@ using nlohmann::json;
 
 json stats_to_json(const SearchStats& s) {
   return {{"ops", s.ops},
+          {"mk_ops", s.mk_ops},
           {"mk_regions", s.mk_regions},
           {"mk_simulated", s.mk_simulated},
           {"mk_resumed", s.mk_resumed},
@@ -74,6 +75,7 @@ Evaluated evaluated(const Field& f, const std::vector<model::StageShape>& shapes
 SearchStats search_stats(const Field& f) {
   SearchStats s;
   s.ops = f.at("ops").integer(0);
+  s.mk_ops = f.at("mk_ops").integer(0, s.ops);
   s.mk_regions = f.at("mk_regions").integer(0);
   s.mk_simulated = f.at("mk_simulated").integer(0);
   s.mk_resumed = f.at("mk_resumed").integer(0);

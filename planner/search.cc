@@ -64,20 +64,28 @@ class StageSearcher {
   StageSearch run() {
     const auto start = std::chrono::steady_clock::now();
     if (options_.top_k < 1) throw Error("search: top K must be at least 1");
+    for (double share : options_.coverage_floors) {
+      if (!(share > 0 && share <= 1)) {
+        throw Error("search: a coverage floor must be in (0, 1], not " + std::to_string(share));
+      }
+    }
+    // A floor's best may take any mk region, and the bounds of long ones are too weak to
+    // rule them out for the higher floors (their best over short regions pays many launches).
+    const bool prune = options_.prune && options_.coverage_floors.empty();
     measure_single_ops();
     report(0.02);
 
     // 1. Short mk regions, exactly; the K best compositions from them bound the K-th best.
     std::vector<std::vector<int>> ends(n_);
     for (int a = 0; a < n_; ++a) {
-      const int last = options_.prune ? std::min(mk_limit_[a], a + kShortRegionOps) : mk_limit_[a];
+      const int last = prune ? std::min(mk_limit_[a], a + kShortRegionOps) : mk_limit_[a];
       for (int b = a + 2; b <= last; ++b) ends[a].push_back(b);
     }
-    evaluate(ends, 0.02, options_.prune ? 0.1 : 0.98);
+    evaluate(ends, 0.02, prune ? 0.1 : 0.98);
     std::vector<StageCandidate> best = k_best(options_.top_k);
 
     // 2-5. Bounds for the longer regions; simulate those that can still be in the K best.
-    if (options_.prune) {
+    if (prune) {
       const TimeNs upper =
           static_cast<int>(best.size()) == options_.top_k ? best.back().key_ns : kInf;
       bound_all();
@@ -105,7 +113,11 @@ class StageSearcher {
     out.stage = stage_;
     out.batch = batch_;
     out.best = std::move(best);
+    for (double share : options_.coverage_floors) {
+      out.at_coverage.push_back(best_covering(min_mk_ops(share, single_mk_ops_)));
+    }
     out.stats.ops = n_;
+    out.stats.mk_ops = single_mk_ops_;
     for (int a = 0; a < n_; ++a) out.stats.mk_regions += mk_limit_[a] - a;
     out.stats.mk_simulated = evaluator_.stats().regions + single_mk_ops_;
     out.stats.mk_resumed = evaluator_.stats().resumed;
@@ -433,6 +445,88 @@ class StageSearcher {
     return out;
   }
 
+  // The best composition with at least `floor` ops in mk regions, over the mk regions
+  // simulated (every one, when coverage floors are asked for). States: (cut b, kind of the
+  // region ending there, ops in mk regions before b capped at the floor).
+  StageCandidate best_covering(int64_t floor) const {
+    const int f = static_cast<int>(floor);
+    struct Way {
+      TimeNs cost = kInf;
+      int from = 0;          // the cut it came from
+      int8_t from_kind = 0;  // kStart, kAfterConv or kAfterMk: the state it came from
+      int from_ops = 0;
+    };
+    // ways[kind][b * (f + 1) + ops], kind 0 conv, 1 mk.
+    std::array<std::vector<Way>, 2> ways;
+    for (auto& w : ways) w.assign(static_cast<size_t>(n_ + 1) * (f + 1), {});
+    auto at = [&](int kind, int b, int ops) -> Way& { return ways[kind][b * (f + 1) + ops]; };
+    auto offer = [](Way& to, Way from) {
+      if (from.cost < to.cost) to = from;
+    };
+    constexpr std::array<int, 2> kBefore = {kAfterConv, kAfterMk};  // after a conv, an mk region
+    for (int b = 1; b <= n_; ++b) {
+      // Op b - 1 as a conv step.
+      const int op = b - 1;
+      if (op == 0) {
+        if (conv_[0][kStart] < kInf) offer(at(0, b, 0), {conv_[0][kStart], 0, kStart, 0});
+      } else {
+        for (int kind = 0; kind < 2; ++kind) {
+          const TimeNs step = conv_[op][kBefore[kind]];
+          if (step >= kInf) continue;
+          for (int ops = 0; ops <= f; ++ops) {
+            const TimeNs c = at(kind, op, ops).cost;
+            if (c < kInf) offer(at(0, b, ops), {c + step, op, int8_t(kBefore[kind]), ops});
+          }
+        }
+      }
+      // An mk region [a, b).
+      for (int a = 0; a < b; ++a) {
+        if (b > mk_limit_[a] || makespan_[a][b - a - 1] < 0) continue;
+        const TimeNs work = makespan_[a][b - a - 1];
+        if (a == 0) {
+          if (overhead_[0][kStart] < kInf) {
+            offer(at(1, b, std::min(f, b)), {overhead_[0][kStart] + work, 0, kStart, 0});
+          }
+          continue;
+        }
+        for (int kind = 0; kind < 2; ++kind) {
+          const TimeNs into = overhead_[a][kBefore[kind]];
+          if (into >= kInf) continue;
+          for (int ops = 0; ops <= f; ++ops) {
+            const TimeNs c = at(kind, a, ops).cost;
+            if (c >= kInf) continue;
+            offer(at(1, b, std::min(f, ops + b - a)),
+                  {c + into + work, a, int8_t(kBefore[kind]), ops});
+          }
+        }
+      }
+    }
+    int kind = at(1, n_, f).cost < at(0, n_, f).cost ? 1 : 0;
+    Way w = at(kind, n_, f);
+    if (w.cost >= kInf) {
+      throw Error("stage " + stage_ + " at batch " + std::to_string(batch_) +
+                  ": no composition the profile can time has " + std::to_string(floor) +
+                  " ops in mk regions");
+    }
+    StageCandidate out;
+    out.key_ns = w.cost;
+    for (int b = n_;;) {
+      const Region r{kind == 0 ? RegionKind::conv : RegionKind::mk, w.from, b};
+      if (r.kind == RegionKind::conv && !out.regions.empty() &&
+          out.regions.back().kind == RegionKind::conv) {
+        out.regions.back().begin = r.begin;
+      } else {
+        out.regions.push_back(r);
+      }
+      if (w.from_kind == kStart) break;
+      b = w.from;
+      kind = w.from_kind == kAfterConv ? 0 : 1;
+      w = at(kind, b, w.from_ops);
+    }
+    std::reverse(out.regions.begin(), out.regions.end());
+    return out;
+  }
+
   simulator::Simulator& sim_;
   std::string stage_;
   int64_t batch_;
@@ -449,7 +543,7 @@ class StageSearcher {
   std::vector<std::array<TimeNs, 3>> prefix_, suffix_;
   std::array<std::vector<std::vector<Entry>>, 2> lists_;  // k_best's, per kind and cut
   std::vector<TimeNs> local_upper_, any_upper_, rest_;    // bound_locally's
-  int64_t single_mk_ops_ = 0;
+  int64_t single_mk_ops_ = 0;                             // ops with a task benchmark
   int64_t single_mk_tasks_ = 0;
 };
 
@@ -461,7 +555,8 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 }
 
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only, double hidden_launch_share) {
+                             int top_k, bool canonical_only, double hidden_launch_share,
+                             int64_t min_mk_ops) {
   const auto start = std::chrono::steady_clock::now();
   const int n = sim.graph(stage, batch).op_count();
   if (n > kExhaustiveMaxOps) {
@@ -496,9 +591,10 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
   std::priority_queue<Found> worst_first;
   std::vector<StageCandidate> found;
   std::vector<Region> regions;
-  auto visit = [&](auto&& self, int pos, int before, TimeNs so_far) -> void {
+  auto visit = [&](auto&& self, int pos, int before, TimeNs so_far, int64_t mk_ops) -> void {
     // Ties keep the composition found first.
     if (static_cast<int>(worst_first.size()) == top_k && so_far >= worst_first.top().first) return;
+    if (mk_ops + (n - pos) < min_mk_ops) return;
     if (pos == n) {
       worst_first.push({so_far, static_cast<int64_t>(found.size())});
       found.push_back({regions, so_far});
@@ -511,12 +607,13 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
         const TimeNs c = cost[kind][pos][b][before];
         if (c >= kInf) continue;
         regions.push_back({kind == 0 ? RegionKind::conv : RegionKind::mk, pos, b});
-        self(self, b, kind == 0 ? kAfterConv : kAfterMk, so_far + c);
+        self(self, b, kind == 0 ? kAfterConv : kAfterMk, so_far + c,
+             mk_ops + (kind == 1 ? b - pos : 0));
         regions.pop_back();
       }
     }
   };
-  visit(visit, 0, kStart, 0);
+  visit(visit, 0, kStart, 0, 0);
   std::vector<int64_t> kept;
   while (!worst_first.empty()) {
     kept.push_back(worst_first.top().second);

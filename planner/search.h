@@ -34,6 +34,9 @@
 //  5. the K-best DP runs over every exact cost. Pruning only removes regions no top-K
 //     composition uses, so the K best times equal those of the unpruned DP and of the
 //     exhaustive enumeration (tests check both on many random graphs).
+// Coverage floors (SearchOptions::coverage_floors) ask also for the best composition with at
+// least a given number of ops in mk regions: a DP whose states carry that count, capped at the
+// floor, over every mk region (any region may be on such a composition, so none is pruned).
 // What prunes well: prefill stages, where megakernels pay per-task overheads on many tiles.
 // What does not: stages where long megakernels are near the best, since the bounds cannot see
 // the bandwidth contention that makes them slower than they look; there the search simulates
@@ -67,6 +70,7 @@ struct StageCandidate {
 
 struct SearchStats {
   int64_t ops = 0;
+  int64_t mk_ops = 0;        // ops that can run in an mk region (with a task benchmark)
   int64_t mk_regions = 0;    // mk regions the stage allows (every op with a task benchmark)
   int64_t mk_simulated = 0;  // of those, simulated; the others were pruned by their bound
   int64_t mk_resumed = 0;    // of those simulated, from a separating cut
@@ -79,6 +83,9 @@ struct StageSearch {
   std::string stage;
   int64_t batch = 0;
   std::vector<StageCandidate> best;  // at most top_k, by increasing key
+  // One per SearchOptions::coverage_floors, in its order: the best composition with at least
+  // min_mk_ops(floor, stats.mk_ops) ops in mk regions.
+  std::vector<StageCandidate> at_coverage;
   SearchStats stats;
 };
 
@@ -92,8 +99,16 @@ struct SearchOptions {
   // (region_key_ns). 0 for a stage run alone. The planner takes it from the primary
   // objective's sequence; the other sequence's key is then approximate.
   double hidden_launch_share = 0;
+  // Shares in (0, 1]: for each, also the best composition with at least that share of the ops
+  // that can run in mk regions inside them (StageSearch::at_coverage). Turns pruning off.
+  std::vector<double> coverage_floors;
   ProgressFn progress;
 };
+
+// The ops in mk regions a coverage floor asks for: `share` of `mk_ops`, rounded up.
+inline int64_t min_mk_ops(double share, int64_t mk_ops) {
+  return static_cast<int64_t>(std::ceil(share * static_cast<double>(mk_ops) - 1e-9));
+}
 
 // What the search counts a region at: its time, less `hidden_launch_share` of its share of the
 // stage's graph launch and trace excess, rounded per graph node and once for the fixed part, so
@@ -114,11 +129,12 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
                          const SearchOptions& options = {});
 
 // Every composition of the stage, each region timed by Simulator::simulate_region and counted
-// at region_key_ns; the K best. `canonical_only` skips compositions with adjacent conv regions
-// (which time the same as their merge). Refuses stages of more than kExhaustiveMaxOps ops:
-// there are about 2 x 3^(n-1).
+// at region_key_ns; the K best of those with at least `min_mk_ops` ops in mk regions.
+// `canonical_only` skips compositions with adjacent conv regions (which time the same as their
+// merge). Refuses stages of more than kExhaustiveMaxOps ops: there are about 2 x 3^(n-1).
 inline constexpr int kExhaustiveMaxOps = 18;
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
-                             int top_k, bool canonical_only = true, double hidden_launch_share = 0);
+                             int top_k, bool canonical_only = true, double hidden_launch_share = 0,
+                             int64_t min_mk_ops = 0);
 
 }  // namespace megacut::planner

@@ -42,7 +42,7 @@ void bench(const char* model, const testing::SyntheticDevice& device) {
 }  // namespace
 
 int main() {
-  std::printf("full plan, batches 1,2,4,8,16,32, prompt 128, top 5, %u hardware threads\n",
+  std::printf("full plan, batches 1,2,4,8,16,32, prompt 128, top 1, %u hardware threads\n",
               std::thread::hardware_concurrency());
   testing::SyntheticDevice h200_like;
   h200_like.name = "synthetic 132-SM GPU";

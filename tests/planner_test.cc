@@ -221,6 +221,84 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumWithHiddenLaunches) {
   EXPECT_EQ(cases, 18);
 }
 
+// The ops inside mk regions of a stage's regions.
+int64_t mk_ops_in(const std::vector<Region>& regions) {
+  int64_t ops = 0;
+  for (const Region& r : regions) ops += r.kind == RegionKind::mk ? r.end - r.begin : 0;
+  return ops;
+}
+
+// Under a coverage floor the DP finds the exhaustive optimum of the compositions with that many
+// ops in mk regions, timed as the simulator times its regions; with hidden launches too.
+TEST(SearchTest, CoverageFloorsFindTheExhaustiveOptimumOnRandomSmallGraphs) {
+  const std::vector<double> floors = {0.2, 0.5, 0.8, 1.0};
+  int cases = 0, above_best = 0;
+  int64_t regions = 0, simulated = 0;
+  for (const std::string family : {"llama", "qwen3"}) {
+    for (uint32_t seed = 400; seed < 406; ++seed) {
+      Profile p = random_profile(one_layer(family), {1}, seed);
+      add_launch_sweep(p, 333, 301);
+      simulator::Simulator sim(p);
+      for (const std::string stage : {"prefill", "decode"}) {
+        const double hidden = seed % 2 == 0 ? 0.0 : 0.75;
+        SCOPED_TRACE(family + " seed " + std::to_string(seed) + " " + stage);
+        const StageSearch dp = search_stage(
+            sim, stage, 1, {.top_k = 1, .hidden_launch_share = hidden, .coverage_floors = floors});
+        ASSERT_EQ(dp.at_coverage.size(), floors.size());
+        EXPECT_EQ(dp.stats.mk_ops, dp.stats.ops);  // every op has a task benchmark
+        regions += dp.stats.mk_regions;
+        simulated += dp.stats.mk_simulated;
+        for (size_t j = 0; j < floors.size(); ++j) {
+          const int64_t least = min_mk_ops(floors[j], dp.stats.mk_ops);
+          const StageCandidate& c = dp.at_coverage[j];
+          const StageSearch all = exhaustive_stage(sim, stage, 1, 1, true, hidden, least);
+          ASSERT_EQ(c.key_ns, all.best.front().key_ns) << "floor " << floors[j];
+          EXPECT_GE(mk_ops_in(c.regions), least);
+          EXPECT_GE(c.key_ns, dp.best.front().key_ns);
+          above_best += c.key_ns > dp.best.front().key_ns;
+          TimeNs key = 0;
+          int at = 0;
+          simulator::Boundary before = simulator::Boundary::stage_start;
+          for (size_t r = 0; r < c.regions.size(); ++r) {
+            EXPECT_EQ(c.regions[r].begin, at);
+            if (r > 0) {
+              EXPECT_FALSE(c.regions[r].kind == RegionKind::conv &&
+                           c.regions[r - 1].kind == RegionKind::conv);
+            }
+            key += region_key_ns(*sim.simulate_region(stage, 1, c.regions[r], before), hidden);
+            before = c.regions[r].kind == RegionKind::mk ? simulator::Boundary::after_mk
+                                                         : simulator::Boundary::after_conv;
+            at = c.regions[r].end;
+          }
+          EXPECT_EQ(at, dp.stats.ops);
+          EXPECT_EQ(key, c.key_ns);
+        }
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 24);
+  // The floors bind: most cost more than the unconstrained best.
+  EXPECT_GT(above_best, 24);
+  // ... and every mk region was simulated: any one may be on a floor's best.
+  EXPECT_EQ(simulated, regions);
+  std::printf("%d cases, %d floors above the best; %lld of %lld mk regions simulated\n", cases,
+              above_best, static_cast<long long>(simulated), static_cast<long long>(regions));
+}
+
+TEST(SearchTest, CoverageFloorsOutsideZeroToOneAreRefused) {
+  simulator::Simulator sim(testing::synthetic_profile("tiny-llama", {1}, 8));
+  for (double share : {0.0, -0.5, 1.5}) {
+    try {
+      search_stage(sim, "decode", 1, {.coverage_floors = {0.5, share}});
+      FAIL() << "expected an error for " << share;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a coverage floor must be in (0, 1]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // A TTS stage's runs follow other runs at once: its search key orders its compositions as
 // their time to first audio does, to the nanosecond (the vocoder runs once, after the talker),
 // though the compositions differ in graph nodes and each node costs 500 ns of launch.
@@ -439,6 +517,37 @@ TEST(CategoryTest, ASmallGainSettlesOnAllConventional) {
   EXPECT_TRUE(worth_building(plain, 0.5, Objective::ttfo));
 }
 
+// The top 5 of a batch: the best, and for each coverage floor (1/4, 1/2, 3/4, all) a
+// composition with at least that share of every stage's ops in mk regions, each distinct; the
+// one covering everything beats or matches one megakernel per stage, itself such a composition.
+TEST(PlanTest, TopKIsTheBestThenTheBestAtEachCoverageFloor) {
+  for (uint32_t seed : {42u, 43u, 44u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Plan plan = make_plan(random_profile("tiny-llama", {1, 4}, seed),
+                                {.top_k = 5, .objective = Objective::ttfo, .threads = 2});
+    for (const BatchPlan& b : plan.batches) {
+      std::set<std::string> texts;
+      for (const Evaluated& e : b.ranked) EXPECT_TRUE(texts.insert(e.text).second) << e.text;
+      for (double floor : {0.25, 0.5, 0.75, 1.0}) {
+        const auto covers = [&](const Evaluated& e) {
+          return std::all_of(e.composition.stages.begin(), e.composition.stages.end(),
+                             [&](const model::StageRegions& s) {
+                               const int64_t ops = s.regions.back().end;
+                               return mk_ops_in(s.regions) >= min_mk_ops(floor, ops);
+                             });
+        };
+        EXPECT_TRUE(std::any_of(b.ranked.begin(), b.ranked.end(), covers)) << "floor " << floor;
+      }
+      const auto all_mk = std::find_if(b.ranked.begin(), b.ranked.end(),
+                                       [](const Evaluated& e) { return e.coverage() == 1.0; });
+      ASSERT_NE(all_mk, b.ranked.end());
+      ASSERT_TRUE(b.all_mk);
+      EXPECT_LE(all_mk->ttfo_ns, b.all_mk->ttfo_ns);
+      EXPECT_LE(b.best().ttfo_ns, all_mk->ttfo_ns);
+    }
+  }
+}
+
 TEST(PlanTest, RanksByTheObjectiveAndBeatsOrMatchesTheBaselines) {
   Profile p = random_profile("tiny-llama", {1, 2}, 42);
   for (Objective objective : {Objective::ttfo, Objective::throughput}) {
@@ -449,7 +558,8 @@ TEST(PlanTest, RanksByTheObjectiveAndBeatsOrMatchesTheBaselines) {
     const Plan plan = make_plan(p, options);
     ASSERT_EQ(plan.batches.size(), 2u);
     for (const BatchPlan& b : plan.batches) {
-      ASSERT_EQ(b.ranked.size(), 4u);
+      ASSERT_FALSE(b.ranked.empty());
+      ASSERT_LE(b.ranked.size(), 4u);
       for (size_t i = 1; i < b.ranked.size(); ++i) {
         const Evaluated& x = b.ranked[i - 1];
         const Evaluated& y = b.ranked[i];
