@@ -4,8 +4,9 @@
 // (HostWeights::random); inputs are random and valid: ids below the table their op reads, a
 // code predictor's step 1, bf16 inputs ~N(0, 1); the KV cache of a stage that starts past
 // position 0 holds random values before it, the same on both sides. Each stage runs op by op
-// (launch_op) against the float64 graph interpreter, then as one megakernel region and as two
-// (mk then conv, conv then mk) against that conventional run.
+// (launch_op) against the float64 graph interpreter, then as one megakernel region, as two
+// (mk then conv, conv then mk) and as 4 random compositions (model::random_regions, seeded by
+// the case) against that conventional run.
 //
 // Tolerances. The interpreter rounds every op's output to bf16 as the device stores it, so the
 // two sides part only where an f32 sum or a fast intrinsic lands across a bf16 rounding
@@ -34,12 +35,14 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <numbers>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +55,7 @@
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/random_composition.h"
 #include "model/scenario.h"
 #include "tests/gpu/gpu_support.h"
 
@@ -429,11 +433,14 @@ TEST_P(TtsPipelineTest, MegakernelRegionsMatchConventionalRun) {
   const int final_op = greedy ? g.producer(last.inputs.at(0)) : last.index;
 
   using model::RegionKind;
-  const std::vector<std::vector<model::Region>> compositions = {
+  std::vector<std::vector<model::Region>> compositions = {
       {{RegionKind::mk, 0, n}},
       {{RegionKind::mk, 0, mid}, {RegionKind::conv, mid, n}},
       {{RegionKind::conv, 0, mid}, {RegionKind::mk, mid, n}},
   };
+  // And random ones, cut at layer starts and attention ops, seeded per stage.
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(case_name(GetParam()))));
+  for (int i = 0; i < 4; ++i) compositions.push_back(model::random_regions(g, rng));
   for (const std::vector<model::Region>& regions : compositions) {
     const std::string what = composition_text(regions);
     executor::StageLauncher launcher(g, run.buffers(), regions, executor::LinearProvider::ours,
