@@ -282,8 +282,8 @@ void run(const PlanCommandOptions& o) {
           (j > 1 ? ", " : "") + model::percent_text(static_cast<double>(j) / (plan.top_k - 1));
     }
     std::printf(
-        "ranked: the best composition, then the best with at least %s of each stage's ops in mk "
-        "regions, where distinct (--top %d)\n",
+        "ranked: the best composition, then the best with at least %s of each stage's ops (with "
+        "a task benchmark) in mk regions, where distinct (--top %d)\n",
         floors.c_str(), plan.top_k);
   }
   if (profile.frames > 0) {
@@ -314,8 +314,8 @@ void add_plan_command(CLI::App& root) {
                   "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
   cmd->add_option("--top,-k", o->top_k,
                   "Compositions ranked per batch: the best, then the best with at least "
-                  "1/(K-1), 2/(K-1), ..., all of each stage's ops in mk regions (K > 1 "
-                  "simulates every mk region: several times slower)")
+                  "1/(K-1), 2/(K-1), ..., all of each stage's ops (with a task benchmark) in mk "
+                  "regions (K > 1 simulates every mk region: several times slower)")
       ->capture_default_str();
   cmd->add_option("--objective", o->objective,
                   "ttfo or throughput (default: rank by TTFO and print the Pareto front)");

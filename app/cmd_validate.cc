@@ -435,7 +435,9 @@ void add_validate_command(CLI::App& root) {
   cmd->add_option("--prompt-len,-p", o->prompt_len,
                   "Prompt length in tokens when profiling (default: 128; with --profile, its own)");
   add_frames_option(cmd, o->frames);
-  cmd->add_option("--candidates,-k", o->top_k, "The planner's top K compositions to measure")
+  cmd->add_option("--candidates,-k", o->top_k,
+                  "The planner's top K compositions to measure: its best, then its best with at "
+                  "least 1/(K-1), ..., all of each stage's ops in mk regions (megacut plan --top)")
       ->capture_default_str();
   cmd->add_option("--random", o->random, "Random compositions to measure per batch")
       ->capture_default_str();

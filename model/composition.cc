@@ -165,6 +165,12 @@ std::string Composition::to_string() const {
   return text;
 }
 
+int mk_op_count(const std::vector<Region>& regions) {
+  int ops = 0;
+  for (const Region& r : regions) ops += r.kind == RegionKind::mk ? r.end - r.begin : 0;
+  return ops;
+}
+
 Composition uniform_composition(const std::vector<StageShape>& shapes, RegionKind kind) {
   Composition c;
   for (const StageShape& s : shapes) c.stages.push_back({s.name, {Region{kind, 0, s.op_count}}});

@@ -28,6 +28,9 @@ struct Region {
   friend bool operator==(const Region&, const Region&) = default;
 };
 
+// The ops inside mk regions.
+int mk_op_count(const std::vector<Region>& regions);
+
 struct StageRegions {
   std::string stage;
   std::vector<Region> regions;

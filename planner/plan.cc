@@ -85,8 +85,8 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
   BatchPlan out;
   out.batch = batch;
   // Each stage at its best, then each stage at its best over a coverage floor: whichever of
-  // those are distinct. A stage's key sums to its part of either objective's key, so the first
-  // is the best composition.
+  // those are distinct. The stages' keys sum to the objective's first figure (for a TTS
+  // pipeline, exactly in the primary objective's sequence), so the first is the best.
   auto add = [&](const std::function<const StageCandidate&(const StageSearch&)>& choice) {
     model::Composition c;
     for (const StageSearch& s : searches) c.stages.push_back({s.stage, choice(s).regions});

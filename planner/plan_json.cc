@@ -75,7 +75,8 @@ Evaluated evaluated(const Field& f, const std::vector<model::StageShape>& shapes
 SearchStats search_stats(const Field& f) {
   SearchStats s;
   s.ops = f.at("ops").integer(0);
-  s.mk_ops = f.at("mk_ops").integer(0, s.ops);
+  // Plans written before coverage floors lack it: every op then counted as one.
+  s.mk_ops = f.has("mk_ops") ? f.at("mk_ops").integer(0, s.ops) : s.ops;
   s.mk_regions = f.at("mk_regions").integer(0);
   s.mk_simulated = f.at("mk_simulated").integer(0);
   s.mk_resumed = f.at("mk_resumed").integer(0);

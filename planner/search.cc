@@ -113,8 +113,20 @@ class StageSearcher {
     out.stage = stage_;
     out.batch = batch_;
     out.best = std::move(best);
+    // A floor's best is the unconstrained best, or a lower floor's, where that one already
+    // has the ops (several compositions can tie: this keeps the one found first).
     for (double share : options_.coverage_floors) {
-      out.at_coverage.push_back(best_covering(min_mk_ops(share, single_mk_ops_)));
+      const int64_t least = min_mk_ops(share, single_mk_ops_);
+      const StageCandidate* found = nullptr;
+      if (model::mk_op_count(out.best.front().regions) >= least) found = &out.best.front();
+      for (size_t j = 0; j < out.at_coverage.size() && !found; ++j) {
+        if (options_.coverage_floors[j] <= share &&
+            model::mk_op_count(out.at_coverage[j].regions) >= least) {
+          found = &out.at_coverage[j];
+        }
+      }
+      StageCandidate c = found ? *found : best_covering(least);
+      out.at_coverage.push_back(std::move(c));
     }
     out.stats.ops = n_;
     out.stats.mk_ops = single_mk_ops_;
