@@ -4,6 +4,7 @@
 // the megakernel coverage curve and the model's category; --json writes plan.json.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -65,14 +66,11 @@ void print_wrapped(const std::string& text, size_t indent) {
 std::string summary(const Evaluated& e) {
   std::string text;
   for (const model::StageRegions& s : e.composition.stages) {
-    int regions = 0, ops = 0, total = 0;
-    for (const model::Region& r : s.regions) {
-      total += r.end - r.begin;
-      if (r.kind == model::RegionKind::mk) {
-        ++regions;
-        ops += r.end - r.begin;
-      }
-    }
+    const auto regions = std::count_if(s.regions.begin(), s.regions.end(), [](const auto& r) {
+      return r.kind == model::RegionKind::mk;
+    });
+    const int ops = model::mk_op_count(s.regions);
+    const int total = s.regions.back().end;
     text += (text.empty() ? "" : "; ") + s.stage + ": ";
     if (regions == 0) {
       text += "conv";

@@ -84,6 +84,7 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
 
   BatchPlan out;
   out.batch = batch;
+  const std::vector<double> floors = coverage_floors(options.top_k);
   // Each stage at its best, then each stage at its best over a coverage floor: whichever of
   // those are distinct. The stages' keys sum to the objective's first figure (for a TTS
   // pipeline, exactly in the primary objective's sequence), so the first is the best.
@@ -110,7 +111,7 @@ BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& optio
     out.ranked.push_back(evaluate(p, c));
   };
   add([](const StageSearch& s) -> const StageCandidate& { return s.best.front(); });
-  for (size_t j = 0; j < coverage_floors(options.top_k).size(); ++j) {
+  for (size_t j = 0; j < floors.size(); ++j) {
     add([j](const StageSearch& s) -> const StageCandidate& { return s.at_coverage.at(j); });
   }
   std::stable_sort(

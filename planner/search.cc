@@ -568,7 +568,7 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
                              int top_k, bool canonical_only, double hidden_launch_share,
-                             int64_t min_mk_ops) {
+                             int64_t least_mk_ops) {
   const auto start = std::chrono::steady_clock::now();
   const int n = sim.graph(stage, batch).op_count();
   if (n > kExhaustiveMaxOps) {
@@ -606,7 +606,7 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
   auto visit = [&](auto&& self, int pos, int before, TimeNs so_far, int64_t mk_ops) -> void {
     // Ties keep the composition found first.
     if (static_cast<int>(worst_first.size()) == top_k && so_far >= worst_first.top().first) return;
-    if (mk_ops + (n - pos) < min_mk_ops) return;
+    if (mk_ops + (n - pos) < least_mk_ops) return;
     if (pos == n) {
       worst_first.push({so_far, static_cast<int64_t>(found.size())});
       found.push_back({regions, so_far});

@@ -129,12 +129,12 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
                          const SearchOptions& options = {});
 
 // Every composition of the stage, each region timed by Simulator::simulate_region and counted
-// at region_key_ns; the K best of those with at least `min_mk_ops` ops in mk regions.
+// at region_key_ns; the K best of those with at least `least_mk_ops` ops in mk regions.
 // `canonical_only` skips compositions with adjacent conv regions (which time the same as their
 // merge). Refuses stages of more than kExhaustiveMaxOps ops: there are about 2 x 3^(n-1).
 inline constexpr int kExhaustiveMaxOps = 18;
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
                              int top_k, bool canonical_only = true, double hidden_launch_share = 0,
-                             int64_t min_mk_ops = 0);
+                             int64_t least_mk_ops = 0);
 
 }  // namespace megacut::planner

@@ -13,6 +13,7 @@
 #include "planner/plan.h"
 #include "planner/region_costs.h"
 #include "planner/search.h"
+#include "tests/support/error_of.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::planner {
@@ -283,13 +284,11 @@ TEST(SearchTest, CoverageFloorsFindTheExhaustiveOptimumOnRandomSmallGraphs) {
 TEST(SearchTest, CoverageFloorsOutsideZeroToOneAreRefused) {
   simulator::Simulator sim(testing::synthetic_profile("tiny-llama", {1}, 8));
   for (double share : {0.0, -0.5, 1.5}) {
-    try {
+    const std::string error = testing::error_of([&] {
       search_stage(sim, "decode", 1, {.coverage_floors = {0.5, share}});
-      FAIL() << "expected an error for " << share;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("a coverage floor must be in (0, 1]"), std::string::npos)
-          << e.what();
-    }
+    });
+    EXPECT_NE(error.find("a coverage floor must be in (0, 1]"), std::string::npos)
+        << share << ": " << error;
   }
 }
 
@@ -711,12 +710,7 @@ TEST(PlanJsonTest, ErrorsNameTheFileAndField) {
   ASSERT_EQ(plan.batches[0].ranked.size(), 2u);
   const nlohmann::json good = plan_to_json(plan);
   auto error_of = [](const nlohmann::json& doc) {
-    try {
-      plan_from_json(doc, "plan.json");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return testing::error_of([&] { plan_from_json(doc, "plan.json"); });
   };
   nlohmann::json doc = good;
   doc["schema"] = "megacut.plan/0";
