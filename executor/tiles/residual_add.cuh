@@ -15,6 +15,7 @@ struct ResidualAddTile {
   };
 
   static constexpr int kThreads = 256;
+  static constexpr int kBatch = 4;
 
   __host__ __device__ static int smem_bytes(const Layout&) { return 0; }
 
@@ -23,15 +24,29 @@ struct ResidualAddTile {
     const TileBox box = l.grid.box(tile);
     const int chunks = box.cols() / 8;
     const int items = box.rows() * chunks;
-    for (int i = threadIdx.x; i < items; i += kThreads) {
-      const long long offset =
-          (box.row_begin + i / chunks) * l.cols + box.col_begin + 8 * (i % chunks);
-      float a[8], b[8];
-      unpack8(load8(l.a + offset), a);
-      unpack8(load8(l.b + offset), b);
+    // kBatch items per thread at a time: all their loads in flight before any arithmetic.
+    for (int base = threadIdx.x; base < items; base += kBatch * kThreads) {
+      Vec8 a[kBatch], b[kBatch];
+      long long offset[kBatch];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) a[k] += b[k];
-      store8(l.out + offset, pack8(a));
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = base + u * kThreads;
+        offset[u] = (box.row_begin + i / chunks) * l.cols + box.col_begin + 8 * (i % chunks);
+        if (i < items) {
+          a[u] = load8(l.a + offset[u]);
+          b[u] = load8(l.b + offset[u]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (base + u * kThreads >= items) continue;
+        float x[8], y[8];
+        unpack8(a[u], x);
+        unpack8(b[u], y);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) x[k] += y[k];
+        store8(l.out + offset[u], pack8(x));
+      }
     }
   }
 };

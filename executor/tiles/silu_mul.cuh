@@ -15,6 +15,7 @@ struct SiluMulTile {
   };
 
   static constexpr int kThreads = 256;
+  static constexpr int kBatch = 4;
 
   __host__ __device__ static int smem_bytes(const Layout&) { return 0; }
 
@@ -23,15 +24,30 @@ struct SiluMulTile {
     const TileBox box = l.grid.box(tile);
     const int chunks = box.cols() / 8;
     const int items = box.rows() * chunks;
-    for (int i = threadIdx.x; i < items; i += kThreads) {
-      const long long row = box.row_begin + i / chunks;
-      const long long col = box.col_begin + 8 * (i % chunks);
-      float gate[8], up[8];
-      unpack8(load8(l.gate_up + row * 2 * l.cols + col), gate);
-      unpack8(load8(l.gate_up + row * 2 * l.cols + l.cols + col), up);
+    // kBatch items per thread at a time: all their loads in flight before any arithmetic.
+    for (int base = threadIdx.x; base < items; base += kBatch * kThreads) {
+      Vec8 gate[kBatch], up[kBatch];
+      long long row[kBatch], col[kBatch];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) gate[k] = gate[k] / (1.0f + expf(-gate[k])) * up[k];
-      store8(l.out + row * l.cols + col, pack8(gate));
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = base + u * kThreads;
+        row[u] = box.row_begin + i / chunks;
+        col[u] = box.col_begin + 8 * (i % chunks);
+        if (i < items) {
+          gate[u] = load8(l.gate_up + row[u] * 2 * l.cols + col[u]);
+          up[u] = load8(l.gate_up + row[u] * 2 * l.cols + l.cols + col[u]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (base + u * kThreads >= items) continue;
+        float g[8], v[8];
+        unpack8(gate[u], g);
+        unpack8(up[u], v);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) g[k] = g[k] / (1.0f + expf(-g[k])) * v[k];
+        store8(l.out + row[u] * l.cols + col[u], pack8(g));
+      }
     }
   }
 };

@@ -48,6 +48,11 @@ inline model::DecoderConfig model_config(const std::string& name) {
     c.tie_word_embeddings = true;
     return c;
   }
+  if (name == "wide") {  // hidden 2560: rows of more 16-byte chunks than a warp holds at once
+    auto c = decoder("llama", 2560, 4, 1, 64, 512, 512);
+    c.tie_word_embeddings = true;
+    return c;
+  }
   if (name == "llama1b") {  // Llama-3.2-1B, one layer
     auto c = decoder("llama", 2048, 32, 8, 64, 8192, 128256);
     c.rope_theta = 500000;

@@ -52,6 +52,8 @@ std::vector<GraphCase> graph_cases() {
   }
   cases.insert(cases.end(), {{"gqa16", 128, 0, 1},
                              {"gqa16", 1, 50, 8},
+                             {"wide", 37, 0, 32},
+                             {"wide", 1, 50, 1},
                              {"llama1b", 128, 0, 1},
                              {"llama1b", 37, 0, 3},
                              {"llama1b", 1, 50, 1},
