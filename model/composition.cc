@@ -160,7 +160,10 @@ std::string Composition::to_string() const {
   for (const StageRegions& s : stages) {
     if (!text.empty()) text += "; ";
     text += s.stage + ":";
-    for (const Region& r : s.regions) text += " " + region_text(r);
+    for (const Region& r : s.regions) {
+      text += ' ';
+      text += region_text(r);
+    }
   }
   return text;
 }
