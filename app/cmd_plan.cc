@@ -275,9 +275,8 @@ void run(const PlanCommandOptions& o) {
   }
   if (plan.top_k > 1) {
     std::string floors;
-    for (int j = 1; j < plan.top_k; ++j) {
-      floors +=
-          (j > 1 ? ", " : "") + model::percent_text(static_cast<double>(j) / (plan.top_k - 1));
+    for (double share : planner::coverage_floors(plan.top_k)) {
+      floors += (floors.empty() ? "" : ", ") + model::percent_text(share);
     }
     std::printf(
         "ranked: the best composition, then the best with at least %s of each stage's ops (with "

@@ -65,13 +65,6 @@ bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> obj
   return std::tie(a.ttfo_ns, a.decode_step_ns) < std::tie(b.ttfo_ns, b.decode_step_ns);
 }
 
-// The coverage floors of a ranked list of `top_k`: 1/(K-1), 2/(K-1), ..., 1.
-std::vector<double> coverage_floors(int top_k) {
-  std::vector<double> floors;
-  for (int j = 1; j < top_k; ++j) floors.push_back(static_cast<double>(j) / (top_k - 1));
-  return floors;
-}
-
 BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& options, int64_t batch,
                      const std::vector<StageSearch>& searches) {
   simulator::Simulator sim(profile, options.sim);
@@ -203,6 +196,12 @@ Plan plan_both_launches(const simulator::Profile& profile, const PlanOptions& op
 }
 
 }  // namespace
+
+std::vector<double> coverage_floors(int top_k) {
+  std::vector<double> floors;
+  for (int j = 1; j < top_k; ++j) floors.push_back(static_cast<double>(j) / (top_k - 1));
+  return floors;
+}
 
 Evaluated evaluate(const simulator::Prediction& p, const model::Composition& composition) {
   Evaluated e;

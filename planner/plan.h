@@ -172,6 +172,9 @@ struct PlanOptions {
 
 Plan make_plan(const simulator::Profile& profile, const PlanOptions& options);
 
+// The coverage floors of a ranked list of `top_k`: 1/(K-1), 2/(K-1), ..., 1 (none for K = 1).
+std::vector<double> coverage_floors(int top_k);
+
 // JSON form. A batch's chosen composition, the one it settles on (settled, with the plan's
 // min_gain), is at batches[i].composition (where batches[i].batch is the batch size), in
 // model::composition_to_json form, with its canonical text beside it at batches[i].text and
