@@ -61,7 +61,8 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   Attrs attention_attrs = heads;
   if (window > 0) attention_attrs.set("window", double(window));
   op("attn.attention", "attention", {rotated, cache}, {}, attn,
-     Tiling{rows_, nh * hd, attention_rows(stage_.seq_len), (nh / nkv) * hd}, attention_attrs);
+     Tiling{rows_, nh * hd, attention_rows(stage_.seq_len, nh / nkv), (nh / nkv) * hd},
+     attention_attrs);
 
   const int o = activation(n + "attn_out", hidden);
   op("attn.o", "linear", {attn}, {weight(w + "self_attn.o_proj.weight", {hidden, nh * hd})}, o,

@@ -29,6 +29,7 @@ inline constexpr int64_t kElementwiseCols = 512;
 inline constexpr int64_t kElementwiseMinElements = 8192;
 inline constexpr int64_t kHeadOpMinElements = 4096;
 inline constexpr int64_t kAttentionQueryRows = 64;
+inline constexpr int64_t kAttentionTileQueries = 128;
 
 inline int64_t row_op_rows(int64_t rows) {
   return (rows + kRowOpTargetTiles - 1) / kRowOpTargetTiles;
@@ -48,10 +49,15 @@ inline Tiling linear_tiling(int64_t rows, int64_t cols, bool lm_head) {
   return {rows, cols, kGemmTileRows, tile_cols};
 }
 
-// Query rows per attention tile: the largest divisor of seq_len up to 64, so no tile spans
-// two sequences.
-inline int64_t attention_rows(int64_t seq_len) {
-  for (int64_t r = std::min(seq_len, kAttentionQueryRows); r > 1; --r) {
+// Query rows per attention tile: the largest divisor of seq_len (so no tile spans two
+// sequences) up to 64 and up to 128 query vectors, rows times the `group` query heads that
+// share a KV head. The prefill body gives each of its eight warps 16 query vectors per pass
+// over the keys: 128 make one pass, and a tile of more would stream the keys again where
+// another tile could run beside it.
+inline int64_t attention_rows(int64_t seq_len, int64_t group) {
+  const int64_t most =
+      std::max<int64_t>(1, std::min(kAttentionQueryRows, kAttentionTileQueries / group));
+  for (int64_t r = std::min(seq_len, most); r > 1; --r) {
     if (seq_len % r == 0) return r;
   }
   return 1;

@@ -6,6 +6,7 @@
 
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/stage_builder.h"
 
 namespace megacut::model {
 namespace {
@@ -147,6 +148,27 @@ TEST(ModelTest, AttentionPrefillDependsOnKeysOfItsSequenceUpToItself) {
       EXPECT_EQ(std::set<TaskId>(deps.begin(), deps.end()), expected) << op.name << " tile " << t;
     }
   }
+}
+
+TEST(ModelTest, PrefillAttentionTilesHoldAtMost128QueryVectors) {
+  // Rows per tile: the largest divisor of P up to 64 and up to 128 / G, G the query heads per
+  // KV head. Llama-3.2-1B (32 heads, 8 KV heads, G = 4): 32 rows, so 128 / 32 x 8 = 32 tiles
+  // at batch 1; Qwen3-0.6B (16 and 8, G = 2): 64 rows, 16 tiles; P = 37 (prime): 1 row.
+  EXPECT_EQ(build::attention_rows(128, 4), 32);
+  EXPECT_EQ(build::attention_rows(128, 2), 64);
+  EXPECT_EQ(build::attention_rows(128, 1), 64);
+  EXPECT_EQ(build::attention_rows(128, 256), 1);
+  EXPECT_EQ(build::attention_rows(37, 4), 1);
+  EXPECT_EQ(build::attention_rows(48, 4), 24);
+  const auto tiles = [](const char* model) {
+    const Graph g = stage_graph(model, "prefill", 1, 128);
+    for (const Op& op : g.ops()) {
+      if (op.kind->name() == "attention") return std::pair{op.tiling.tile_rows, op.tiling.count()};
+    }
+    return std::pair<int64_t, int64_t>{0, 0};
+  };
+  EXPECT_EQ(tiles("llama-3.2-1b"), (std::pair<int64_t, int64_t>{32, 32}));
+  EXPECT_EQ(tiles("qwen3-0.6b"), (std::pair<int64_t, int64_t>{64, 16}));
 }
 
 TEST(ModelTest, TaskLookupRoundTrips) {
