@@ -49,7 +49,8 @@ if [[ -x "$build/app/megacut" ]] && "$build/app/megacut" run --help >/dev/null 2
   done
   for model in llama-3.2-1b qwen3-0.6b; do
     step "transformers-$model" python3 "$root/scripts/check_against_transformers.py" \
-      --megacut "$build/app/megacut" --model "$model" --batch 4 --out "$out/check-$model.json"
+      --megacut "$build/app/megacut" --model "$model" --batch 8 --steps 16 \
+      --out "$out/check-$model.json"
   done
 fi
 
