@@ -25,6 +25,7 @@ TaskTable make_task_table(const model::Graph& graph, const model::Schedule& sche
         (op + 1 < graph.op_count() ? graph.first_task(op + 1) : graph.task_count()) - t.first_task;
     for (model::TaskId i = first; i < last; ++i) t.op_of_task[i] = op;
   }
+  const model::TaskWaits waits = model::task_waits(graph, schedule);
   t.queue_begin.push_back(0);
   for (const std::vector<model::TaskId>& queue : schedule.queues) {
     for (model::TaskId id : queue) {
@@ -32,8 +33,8 @@ TaskTable make_task_table(const model::Graph& graph, const model::Schedule& sche
       task.index = static_cast<int>(id - t.first_task);
       task.tile = graph.task(id).tile;
       task.dep_begin = static_cast<int>(t.deps.size());
-      for (model::TaskId dep : graph.task_deps(id)) {
-        if (dep >= t.first_task) t.deps.push_back(static_cast<int>(dep - t.first_task));
+      for (int64_t w = waits.offsets[task.index]; w < waits.offsets[task.index + 1]; ++w) {
+        t.deps.push_back(static_cast<int>(waits.deps[w] - t.first_task));
       }
       task.dep_end = static_cast<int>(t.deps.size());
       t.tasks.push_back(task);

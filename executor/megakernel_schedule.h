@@ -25,8 +25,10 @@ struct TaskTable {
   int queue_count() const { return static_cast<int>(queue_begin.size()) - 1; }
 };
 
-// The table of `schedule` (of ops [schedule.op_begin, schedule.op_end) of `graph`). Dependencies
-// on tasks before the region are dropped: the kernel boundary before the region orders them.
+// The table of `schedule` (of ops [schedule.op_begin, schedule.op_end) of `graph`). A task's
+// dependencies are its model::task_waits: those on tasks before the region are dropped (the
+// kernel boundary before the region orders them), and so are those its queue already ran or
+// waited for.
 TaskTable make_task_table(const model::Graph& graph, const model::Schedule& schedule);
 
 // Empty when the table cannot deadlock with all its queues' CTAs resident; otherwise why not,

@@ -28,6 +28,23 @@ struct Schedule {
 // The schedule of ops [op_begin, op_end) of `graph` over `queues` queues. Deterministic.
 Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues);
 
+// What each task of a schedule waits for when its queue reaches it: its dependencies within
+// the region that no earlier task of its queue ran or waited for. A queue runs in order and a
+// task starts only once its waits are over, so what its queue ran or saw done before is done;
+// a wait for it again would only cost the poll. Dependencies before the region are left out
+// too: the kernel boundary orders them. By region-local task (task id minus the region's first
+// task).
+struct TaskWaits {
+  std::vector<int64_t> offsets;  // (tasks + 1): task i waits for deps[offsets[i], offsets[i + 1])
+  std::vector<TaskId> deps;      // task ids
+
+  int64_t count(int64_t task) const { return offsets[task + 1] - offsets[task]; }
+};
+
+TaskWaits task_waits(const Graph& graph, const Schedule& schedule);
+// How many dependencies each task waits for (TaskWaits::count of each), without the lists.
+std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule);
+
 // Rough task cost in nanoseconds, used only to balance queues: the simulator uses measured
 // costs. Exposed so tests can reason about the placement.
 int64_t schedule_cost_estimate_ns(const TileCost& cost);

@@ -46,9 +46,11 @@ std::vector<TimeNs> MkRegionEvaluator::makespans(int begin, std::span<const int>
     size_t j = i;
     while (j + 1 < ends.size() && configs[j + 1] == configs[i]) ++j;
     const int last = ends[j];
-    const simulator::TaskCosts costs =
-        sim_.region_task_costs(stage_, batch_, {model::RegionKind::mk, begin, last});
     const model::Schedule schedule = last == ends.back() ? whole : cut(last);
+    // A prefix's tasks wait for what they wait for in the whole: a task's waits follow from the
+    // tasks before it in its queue.
+    const simulator::TaskCosts costs =
+        sim_.region_task_costs(stage_, batch_, {model::RegionKind::mk, begin, last}, schedule);
     if (resume_) {
       simulator::PrefixFilter local;
       if (filter) {

@@ -389,6 +389,15 @@ RegionConfig Simulator::region_config(std::string_view stage, int64_t batch,
 
 TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
                                        const model::Region& region) {
+  const model::Graph& g = graph(stage, batch);
+  return region_task_costs(
+      stage, batch, region,
+      model::make_schedule(g, region.begin, region.end, profile_.device.sm_count));
+}
+
+TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
+                                       const model::Region& region,
+                                       const model::Schedule& schedule) {
   StageState& s = state(stage, batch);
   const RegionConfig config = region_config(stage, batch, region);
   const model::Graph& g = *s.graph;
@@ -398,8 +407,10 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
   costs.fixed_ns.resize(last - first);
   costs.bytes.resize(last - first);
   const double bandwidth = profile_.device.copy_bandwidth_gb_per_s;
-  // Before its body, a task checks its dependencies inside the region (those before it were met
-  // at the kernel boundary, and its standalone benchmark had none): config.threads per round.
+  // Before its body, a task checks the dependencies its queue has not already seen done (those
+  // before the region were met at the kernel boundary, and its standalone benchmark had none):
+  // config.threads per round.
+  const std::vector<int32_t> waits = model::task_wait_counts(g, schedule);
   const double round_ns = profile_.micro.dependency_check_round_ns
                               ? p50(*profile_.micro.dependency_check_round_ns)
                               : 0.0;
@@ -411,11 +422,7 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
     for (model::TaskId id = begin; id < end; ++id) {
       const double size = s.task_estimate[id] / m.mean_estimate;
       const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
-      int64_t deps = 0;
-      for (auto [it, stop] = boost::in_edges(static_cast<uint32_t>(id), g.tiles()); it != stop;
-           ++it) {
-        deps += static_cast<model::TaskId>(boost::source(*it, g.tiles())) >= first;
-      }
+      const int64_t deps = waits[id - first];
       const int64_t rounds = (deps + config.threads - 1) / config.threads;
       costs.fixed_ns[id - first] =
           to_ns(m.fit.solo_ns * size * slowdown + static_cast<double>(rounds) * round_ns);
@@ -486,13 +493,13 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
 void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   const model::Graph& g = *s.graph;
   const MicroBenchmarks& micro = profile_.micro;
-  const TaskCosts costs = region_task_costs(s.stage, s.batch, r.region);
+  const model::Schedule schedule =
+      model::make_schedule(g, r.region.begin, r.region.end, profile_.device.sm_count);
+  const TaskCosts costs = region_task_costs(s.stage, s.batch, r.region, schedule);
   r.config = region_config(s.stage, s.batch, r.region);
   for (int op = r.region.begin; op < r.region.end; ++op) {
     if (config_slowdown(s.ops[op].config, *r.config) > 1) r.register_limited_ops.push_back(op);
   }
-  const model::Schedule schedule =
-      model::make_schedule(g, r.region.begin, r.region.end, profile_.device.sm_count);
   MegakernelParams params = megakernel_params();
   params.record_spans = options_.record_spans;
   MegakernelRun run = simulate_megakernel(g, schedule, costs, params);

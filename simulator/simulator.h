@@ -39,6 +39,7 @@
 #include "model/config.h"
 #include "model/graph.h"
 #include "model/scenario.h"
+#include "model/schedule.h"
 #include "simulator/cost.h"
 #include "simulator/megakernel.h"
 #include "simulator/prediction.h"
@@ -84,7 +85,12 @@ class Simulator {
                                                       const model::Region& region, Boundary before);
   Prediction simulate(const model::Composition& composition, int64_t batch);
 
-  // The per-task costs an mk region runs with (task id minus the region's first task id).
+  // The per-task costs an mk region runs with (task id minus the region's first task id), its
+  // tasks placed by `schedule` (the region's model::make_schedule): a task checks the
+  // dependencies model::task_waits leaves it.
+  TaskCosts region_task_costs(std::string_view stage, int64_t batch, const model::Region& region,
+                              const model::Schedule& schedule);
+  // The same, placed by model::make_schedule over the device's SMs.
   TaskCosts region_task_costs(std::string_view stage, int64_t batch, const model::Region& region);
   // The fit of an op's standalone task benchmark.
   TaskFit task_fit(std::string_view stage, int64_t batch, int op);
