@@ -313,9 +313,18 @@ MegakernelRegion::~MegakernelRegion() = default;
 
 void MegakernelRegion::launch(cudaStream_t stream) {
   Impl& m = *impl_;
-  CUlaunchAttribute pdl{};
-  pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  pdl.value.programmaticStreamSerializationAllowed = 1;
+  // A cooperative launch: the driver makes every CTA resident at once or fails the launch. The
+  // host's check (grid within SMs x occupancy) says they fit; this has the driver hold to it,
+  // where a plain launch would start a CTA only once an SM frees up, which a region's spinning
+  // CTAs never let happen.
+  CUlaunchAttribute attrs[2]{};
+  unsigned attr_count = 0;
+  attrs[attr_count].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[attr_count++].value.cooperative = 1;
+  if (m.options.pdl) {
+    attrs[attr_count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[attr_count++].value.programmaticStreamSerializationAllowed = 1;
+  }
   CUlaunchConfig config{};
   config.gridDimX = static_cast<unsigned>(m.config.grid);
   config.gridDimY = config.gridDimZ = 1;
@@ -323,8 +332,8 @@ void MegakernelRegion::launch(cudaStream_t stream) {
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = static_cast<unsigned>(m.config.dynamic_smem_bytes);
   config.hStream = reinterpret_cast<CUstream>(stream);
-  config.attrs = m.options.pdl ? &pdl : nullptr;
-  config.numAttrs = m.options.pdl ? 1 : 0;
+  config.attrs = attrs;
+  config.numAttrs = attr_count;
   void* args[] = {&m.params};
   cu_check(driver().launch_kernel_ex(&config, m.function, args, nullptr), "cuLaunchKernelEx",
            m.name);
