@@ -1,5 +1,6 @@
 // megacut run: a scenario on the GPU, each stage captured in a CUDA graph and replayed, with a
 // trtexec-like summary of time to first output, decode step and throughput.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "model/decoder.h"
 #include "model/error.h"
 #include "planner/plan.h"
+#include "profiler/task_bench.h"
 
 namespace megacut::app {
 namespace {
@@ -31,6 +33,8 @@ struct RunCommandOptions {
   std::string save_weights_dir;
   std::string dump_path;
   int dump_steps = 8;
+  int64_t mk_prefetch_kib = executor::kDefaultPrefetchBytes / 1024;
+  std::string task_timing_path;
 };
 
 void print_stats(const char* label, const model::LatencyStats& s) {
@@ -77,15 +81,68 @@ planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
 
 void print_region_configs(const executor::ScenarioRunner& runner) {
   for (int s = 0; s < runner.stage_count(); ++s) {
-    for (const executor::RegionConfig& c : runner.region_configs(s)) {
+    for (const executor::MegakernelRegion* region : runner.mk_regions(s)) {
+      const executor::RegionConfig& c = region->config();
       std::printf(
           "region %s mk[%d:%d]: %d tasks on %d CTAs x %d threads, %d registers, %d B "
-          "local (spills), %d B shared, %d blocks/SM possible, %d bodies%s\n",
+          "local (spills), %d B shared, %d blocks/SM possible, %d bodies, weight prefetch %lld "
+          "KiB%s\n",
           runner.stage_graph(s).stage().c_str(), c.op_begin, c.op_end, c.tasks, c.grid,
           c.block_threads, c.registers, c.local_bytes, c.dynamic_smem_bytes + c.static_smem_bytes,
-          c.blocks_per_sm, c.bodies, c.cache_hit ? ", cached kernel" : "");
+          c.blocks_per_sm, c.bodies, static_cast<long long>(c.prefetch_bytes / 1024),
+          c.cache_hit ? ", cached kernel" : "");
     }
   }
+}
+
+// --task-timing: every task of the last launch of each mk region (the last timed run) to
+// `path`, and where each op's tasks ran printed per region.
+void write_task_timing(const std::string& path, const executor::ScenarioRunner& runner,
+                       const executor::Measurement& m) {
+  nlohmann::json stages = nlohmann::json::array();
+  int region_count = 0;
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    const model::Graph& graph = runner.stage_graph(s);
+    nlohmann::json regions = nlohmann::json::array();
+    for (const executor::MegakernelRegion* region : runner.mk_regions(s)) {
+      const std::vector<executor::TaskTimingRecord> records = region->read_timings(runner.stream());
+      const std::vector<uint64_t> entries = region->read_cta_entries(runner.stream());
+      const std::vector<profiler::OpTimeline> ops =
+          profiler::op_timelines(region->table(), records, entries);
+      const executor::RegionConfig& c = region->config();
+      std::printf("task timing, region %s mk[%d:%d] on %d CTAs, from its first CTA's start:\n",
+                  graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
+      std::printf("  %4s %-28s %6s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
+                  "last end", "mean task", "mean wait");
+      for (const profiler::OpTimeline& t : ops) {
+        std::printf("  %4d %-28s %6d %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
+                    t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
+                    format_ns(std::llround(t.last_end_ns)).c_str(),
+                    format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
+                    format_ns(std::llround(t.wait_ns / t.tasks)).c_str());
+      }
+      nlohmann::json tasks = nlohmann::json::array();
+      for (const executor::TaskTimingRecord& r : records) {
+        tasks.push_back({{"task", r.task},
+                         {"op", r.op},
+                         {"tile", r.tile},
+                         {"sm", r.sm},
+                         {"block", r.block},
+                         {"start_ns", r.start_ns},
+                         {"end_ns", r.end_ns}});
+      }
+      regions.push_back({{"config", c.to_json()}, {"cta_entry_ns", entries}, {"tasks", tasks}});
+      ++region_count;
+    }
+    nlohmann::json op_names = nlohmann::json::array();
+    for (const model::Op& op : graph.ops()) op_names.push_back(op.name);
+    stages.push_back({{"stage", graph.stage()}, {"ops", op_names}, {"regions", regions}});
+  }
+  nlohmann::json doc = {
+      {"schema", "megacut.task_timing/1"}, {"measurement", m.to_json()}, {"stages", stages}};
+  write_text_file(path, doc.dump(1) + "\n");
+  std::printf("task timing records of %d mk regions written to %s%s\n", region_count, path.c_str(),
+              region_count == 0 ? " (the composition has none)" : "");
 }
 
 void run(const RunCommandOptions& o) {
@@ -97,6 +154,7 @@ void run(const RunCommandOptions& o) {
   }
   if (o.runs < 1) throw Error("--runs: must be at least 1");
   if (o.warmup < 0) throw Error("--warmup: must not be negative");
+  if (o.mk_prefetch_kib < 0) throw Error("--mk-prefetch-kib: must not be negative");
 
   executor::LoadedCheckpoint checkpoint;
   if (!o.weights_dir.empty()) {
@@ -127,6 +185,8 @@ void run(const RunCommandOptions& o) {
   options.pdl = o.pdl || planned.pdl;
   options.composition = planned.composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
+  options.mk_prefetch_bytes = o.mk_prefetch_kib * 1024;
+  options.task_timing = !o.task_timing_path.empty();
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
 
   if (!o.dump_path.empty()) {
@@ -150,6 +210,11 @@ void run(const RunCommandOptions& o) {
       "runs (CUDA events)\n",
       m.pdl ? "on" : "off", m.warmup, o.runs);
   print_region_configs(runner);
+  if (options.task_timing) {
+    std::printf(
+        "mk regions compiled with task timing records (--task-timing): each task also stores "
+        "its times\n");
+  }
   if (scenario.frames > 0) {
     std::printf(
         "TTS pipeline: a chunk of %lld frames; TTFA runs %zu stage graphs back to back, a "
@@ -168,6 +233,7 @@ void run(const RunCommandOptions& o) {
   if (!o.json_path.empty()) {
     write_text_file(o.json_path, m.to_json().dump(2) + "\n");
   }
+  if (!o.task_timing_path.empty()) write_task_timing(o.task_timing_path, runner, m);
 }
 
 }  // namespace
@@ -199,6 +265,12 @@ void add_run_command(CLI::App& root) {
                   "Write the prompt and the logits of a greedy generation (safetensors)");
   cmd->add_option("--dump-steps", o->dump_steps, "Decode steps of the dumped generation")
       ->capture_default_str();
+  cmd->add_option("--mk-prefetch-kib", o->mk_prefetch_kib,
+                  "Weight KiB each megakernel CTA asks L2 for ahead of its task (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--task-timing", o->task_timing_path,
+                  "Compile mk regions with task timing records and write the last run's here "
+                  "(JSON), with where each op's tasks ran");
   cmd->callback([o] {
     if (o->model.empty() == o->weights_dir.empty()) {
       throw Error("run: give exactly one of --model and --weights");

@@ -144,6 +144,7 @@ nlohmann::json RegionConfig::to_json() const {
           {"local_bytes", local_bytes},
           {"blocks_per_sm", blocks_per_sm},
           {"sm_count", sm_count},
+          {"prefetch_bytes", prefetch_bytes},
           {"kernel_key", kernel_key},
           {"cache_hit", cache_hit},
           {"compile_ms", compile_ms}};
@@ -173,6 +174,11 @@ struct MegakernelRegion::Impl {
     }
     config.op_begin = op_begin;
     config.op_end = op_end;
+    if (o.prefetch_bytes < 0) {
+      throw Error(name + ": prefetch of " + std::to_string(o.prefetch_bytes) +
+                  " bytes; it must not be negative");
+    }
+    config.prefetch_bytes = o.prefetch_bytes;
   }
 
   // Compiles (or loads) the kernel and fills the configuration but the grid.
@@ -267,6 +273,7 @@ struct MegakernelRegion::Impl {
     params.timings = timings.get();
     params.cta_entry_ns = cta_entry_ns.get();
     params.watchdog_polls = options.watchdog_polls;
+    params.prefetch_bytes = options.prefetch_bytes;
     params.region = options.region_id;
   }
 };

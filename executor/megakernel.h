@@ -24,6 +24,8 @@
 
 namespace megacut::executor {
 
+inline constexpr int64_t kDefaultPrefetchBytes = 0;
+
 struct RegionOptions {
   int region_id = 0;  // named in watchdog errors
   // Polls one dependency wait may make before the region gives up: at the 256 ns back-off
@@ -35,6 +37,11 @@ struct RegionOptions {
   // serialization): it may start while the kernel before it drains. The kernel is the same
   // either way.
   bool pdl = false;
+  // Weight bytes each CTA asks L2 for ahead of the task it runs (weights are no task's output,
+  // so the weight stream need not wait for dependencies); 0: no prefetch. Off by default: on the
+  // H200 it made Llama-3.2-1B slower at every budget tried (64 KiB to 1 MiB; batch 1, one
+  // megakernel per stage), reports/h200/bench-compositions.md.
+  int64_t prefetch_bytes = kDefaultPrefetchBytes;
 };
 
 // The configuration the region really runs with, to check the simulator's prediction of it.
@@ -51,7 +58,8 @@ struct RegionConfig {
   int local_bytes = 0;    // per thread (spills)
   int blocks_per_sm = 0;  // occupancy at this block size and shared memory
   int sm_count = 0;
-  std::string kernel_key;  // cache key of the compiled kernel
+  int64_t prefetch_bytes = 0;  // RegionOptions::prefetch_bytes
+  std::string kernel_key;      // cache key of the compiled kernel
   bool cache_hit = false;
   double compile_ms = 0;
   nlohmann::json to_json() const;

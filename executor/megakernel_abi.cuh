@@ -52,6 +52,7 @@ struct Params {
   TaskTiming* timings;                // one per task, or null
   unsigned long long* cta_entry_ns;   // one per CTA, with timings: its first instruction's time
   unsigned long long watchdog_polls;  // polls one wait may make before giving up
+  long long prefetch_bytes;           // weights a CTA asks of L2 ahead of its queue; 0: none
   int region;                         // reported in errors
   int pad;
 };

@@ -160,6 +160,45 @@ __device__ bool wait_dep(const mk::Params& p, int task, int dep, unsigned long l
   return false;
 }
 
+// The weights a task reads, for bodies that name them (weight_span); none for the others.
+template <class Body>
+__device__ __forceinline__ megacut::tiles::ByteSpan body_weights(const char* layout,
+                                                                 long long tile) {
+  if constexpr (requires(const typename Body::Layout& l) { Body::weight_span(l, 0ll); }) {
+    return Body::weight_span(*reinterpret_cast<const typename Body::Layout*>(layout), tile);
+  } else {
+    return {nullptr, 0};
+  }
+}
+)";
+  s << "\n__device__ megacut::tiles::ByteSpan task_weights(const mk::Params& p, const mk::Task& "
+       "task) {\n"
+    << "  const char* layout = p.layouts + task.layout_offset;\n"
+    << "  switch (task.body) {\n";
+  for (size_t k = 0; k < bodies.size(); ++k) {
+    s << "    case " << k << ":\n      return body_weights<" << bodies[k]
+      << ">(layout, task.tile);\n";
+  }
+  s << R"(  }
+  return {nullptr, 0};
+}
+
+// Asks L2 for the weights of the queue's tasks from *ahead on, while the bytes asked for and not
+// yet used (*window) stay under p.prefetch_bytes: one prefetch per 128-byte line, spread over
+// the block. A prefetch is a hint and orders nothing, which is why only weights (no task's
+// output) are fetched ahead, and why it may run before the region waits for anything.
+__device__ void prefetch_ahead(const mk::Params& p, int last, int& ahead, long long& window) {
+  while (ahead < last && window < p.prefetch_bytes) {
+    const megacut::tiles::ByteSpan w = task_weights(p, p.tasks[ahead]);
+    const char* first = static_cast<const char*>(w.p);
+    for (long long offset = threadIdx.x * 128ll; offset < w.bytes; offset += blockDim.x * 128ll) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(first + offset));
+    }
+    window += w.bytes;
+    ++ahead;
+  }
+}
+
 }  // namespace megacut_region
 
 // One CTA per queue. The block's threads wait for the task's dependencies together, thread t
@@ -167,7 +206,9 @@ __device__ bool wait_dep(const mk::Params& p, int task, int dep, unsigned long l
 // barrier 0 passes what each saw on to the whole block and releases it; every thread enters the
 // body (threads past its kThreads return at once; the body syncs on the named barrier of its
 // width, tiles/common.cuh); barrier 0 again; thread 0 publishes the task's counter with a release
-// store.
+// store. With a prefetch budget (Params::prefetch_bytes), before a task waits its CTA asks L2
+// for the weights of the tasks ahead of it in its queue (prefetch_ahead), so that the weight
+// stream may run on while the queue waits and syncs.
 // The block is as wide as the widest body, and the launch bounds follow it: a 256-thread region
 // may take up to 255 registers per thread.
 extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
@@ -178,8 +219,14 @@ extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
 #ifdef MEGACUT_MK_TIMING
   if (threadIdx.x == 0 && p.timings != nullptr) p.cta_entry_ns[blockIdx.x] = globaltimer();
 #endif
+  const int first = p.queue_begin[blockIdx.x], last = p.queue_begin[blockIdx.x + 1];
+  // The queue's tasks before `ahead` have had their weights asked of L2, `window` bytes of them
+  // for tasks not yet run.
+  int ahead = first;
+  long long window = 0;
+  prefetch_ahead(p, last, ahead, window);
   // Launched with Programmatic Dependent Launch, the region may start before the kernels it
-  // reads have finished: wait for them.
+  // reads have finished: wait for them (weights, above, are no kernel's output).
   wait_for_prior_grids();
   // Launches of a region never overlap (stream order, and the wait above), so launch n's CTAs
   // all arrive after launch n - 1's and before launch n + 1's: each finds n * gridDim.x or more
@@ -187,8 +234,9 @@ extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
   if (threadIdx.x == 0) run_index = atomicAdd(p.arrivals, 1ull) / gridDim.x + 1;
   __syncthreads();
   const unsigned long long run = run_index;
-  for (int i = p.queue_begin[blockIdx.x]; i < p.queue_begin[blockIdx.x + 1]; ++i) {
+  for (int i = first; i < last; ++i) {
     const mk::Task task = p.tasks[i];
+    prefetch_ahead(p, last, ahead, window);
     bool ok = true;
     for (int d = task.dep_begin + static_cast<int>(threadIdx.x); ok && d < task.dep_end;
          d += static_cast<int>(blockDim.x)) {
@@ -219,6 +267,7 @@ extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
       __threadfence();
       signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
     }
+    if (i < ahead) window -= task_weights(p, task).bytes;
   }
   // The next kernel may launch once every CTA is past its queue (with Programmatic Dependent
   // Launch; it still waits for this grid to finish before it reads anything).

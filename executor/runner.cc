@@ -144,6 +144,8 @@ nlohmann::json Measurement::to_json() const {
                         {"composition", composition},
                         {"provider", provider},
                         {"pdl", pdl},
+                        {"mk_prefetch_bytes", mk_prefetch_bytes},
+                        {"task_timing", task_timing},
                         {"device", device},
                         {"warmup_runs", warmup},
                         {"ttfo", model::stats_to_json(ttfo)},
@@ -393,8 +395,11 @@ struct ScenarioRunner::Impl {
       if (!options.composition.stages.empty()) {
         regions = options.composition.regions(stage.graph.stage());
       }
+      RegionOptions mk;
+      mk.timing = options.task_timing;
+      mk.prefetch_bytes = options.mk_prefetch_bytes;
       stage.launcher = std::make_unique<StageLauncher>(
-          stage.graph, stage.buffers, regions, options.provider, context.get(), options.pdl);
+          stage.graph, stage.buffers, regions, options.provider, context.get(), options.pdl, mk);
     }
     stage.launcher->launch(stream);
   }
@@ -495,6 +500,8 @@ Measurement ScenarioRunner::measure() {
   r.frames = m.scenario.frames;
   r.provider = std::string(provider_name(m.options.provider));
   r.pdl = m.options.pdl;
+  r.mk_prefetch_bytes = m.options.mk_prefetch_bytes;
+  r.task_timing = m.options.task_timing;
   r.device = m.device_name;
   r.warmup = m.options.warmup;
   r.ttfo = model::compute_stats(ttfo_ms, "ms");
@@ -570,9 +577,9 @@ std::vector<float> ScenarioRunner::stage_logits(int stage) {
   throw Error("stage " + g.stage() + " has no logits");
 }
 
-std::vector<RegionConfig> ScenarioRunner::region_configs(int stage) const {
+std::vector<const MegakernelRegion*> ScenarioRunner::mk_regions(int stage) const {
   const auto& launcher = impl_->stage(stage).launcher;
-  return launcher ? launcher->region_configs() : std::vector<RegionConfig>{};
+  return launcher ? launcher->mk_regions() : std::vector<const MegakernelRegion*>{};
 }
 
 void ScenarioRunner::synchronize() { CUDA_CHECK(cudaStreamSynchronize(impl_->stream)); }

@@ -34,6 +34,11 @@ struct RunOptions {
   // Our kernels (tile kernels and megakernel regions) launched with
   // Programmatic Dependent Launch; cuBLASLt's never are.
   bool pdl = false;
+  // Every mk region's weight prefetch (RegionOptions::prefetch_bytes).
+  int64_t mk_prefetch_bytes = kDefaultPrefetchBytes;
+  // mk regions compiled with per-task timing records (mk_regions, read_timings); this adds
+  // stores to every task, so a run measured with it is not the plain composition's.
+  bool task_timing = false;
 };
 
 // One timed scenario: how it was obtained (provider, composition) and what it measured.
@@ -44,7 +49,9 @@ struct Measurement {
   int64_t frames = 0;  // TTS: frames of the first audio chunk
   std::string composition;
   std::string provider;
-  bool pdl = false;  // RunOptions::pdl
+  bool pdl = false;               // RunOptions::pdl
+  int64_t mk_prefetch_bytes = 0;  // RunOptions::mk_prefetch_bytes
+  bool task_timing = false;       // RunOptions::task_timing
   std::string device;
   int warmup = 0;
   // ms: prefill through the first token; a TTS pipeline's every stage run through the first
@@ -109,9 +116,10 @@ class ScenarioRunner {
   void set_composition(model::Composition composition);
   // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
   std::vector<float> stage_logits(int stage);
-  // The configuration each mk region of the stage runs with (registers, spills, shared memory,
-  // occupancy), once the stage has been launched; empty for an all-conventional stage.
-  std::vector<RegionConfig> region_configs(int stage) const;
+  // The stage's mk regions in order, once the stage has been launched (their configurations
+  // and, with RunOptions::task_timing, the last launch's task records); none for an
+  // all-conventional stage.
+  std::vector<const MegakernelRegion*> mk_regions(int stage) const;
 
   // Greedy generation without graphs, for checking: prefill, then `steps` decode steps (each
   // built for its own position). Fills the outputs below.

@@ -59,10 +59,10 @@ void StageLauncher::check(cudaStream_t stream) {
   }
 }
 
-std::vector<RegionConfig> StageLauncher::region_configs() const {
-  std::vector<RegionConfig> out;
+std::vector<const MegakernelRegion*> StageLauncher::mk_regions() const {
+  std::vector<const MegakernelRegion*> out;
   for (const auto& region : mk_) {
-    if (region) out.push_back(region->config());
+    if (region) out.push_back(region.get());
   }
   return out;
 }

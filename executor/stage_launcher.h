@@ -27,8 +27,8 @@ class StageLauncher {
   void launch(cudaStream_t stream);
   // Waits for `stream`; throws megacut::Error if a megakernel region's watchdog fired.
   void check(cudaStream_t stream);
-  // The mk regions' configurations, in stage order.
-  std::vector<RegionConfig> region_configs() const;
+  // The mk regions, in stage order.
+  std::vector<const MegakernelRegion*> mk_regions() const;
 
  private:
   const model::Graph& graph_;

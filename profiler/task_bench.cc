@@ -1,6 +1,7 @@
 #include "profiler/task_bench.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "executor/cuda_check.h"
 #include "model/error.h"
@@ -69,6 +70,37 @@ std::vector<double> task_startup_ns(const executor::TaskTable& table,
     startup.push_back(static_cast<double>(first.start_ns - entry));
   }
   return startup;
+}
+
+std::vector<OpTimeline> op_timelines(const executor::TaskTable& table,
+                                     const std::vector<executor::TaskTimingRecord>& records,
+                                     const std::vector<uint64_t>& cta_entry_ns) {
+  // Both check every record and every CTA start.
+  task_durations_ns(table, records);
+  task_startup_ns(table, records, cta_entry_ns);
+  uint64_t origin = UINT64_MAX;
+  for (int q = 0; q < table.queue_count(); ++q) {
+    if (table.queue_begin[q] < table.queue_begin[q + 1]) origin = std::min(origin, cta_entry_ns[q]);
+  }
+  std::vector<OpTimeline> ops;
+  for (int op = table.op_begin; op < table.op_end; ++op) ops.push_back({.op = op});
+  for (int q = 0; q < table.queue_count(); ++q) {
+    uint64_t previous_end = cta_entry_ns[q];
+    for (int i = table.queue_begin[q]; i < table.queue_begin[q + 1]; ++i) {
+      const executor::TaskTimingRecord& r = records.at(table.tasks[i].index);
+      OpTimeline& t = ops.at(r.op - table.op_begin);
+      const double start = static_cast<double>(r.start_ns - origin);
+      const double end = static_cast<double>(r.end_ns - origin);
+      t.first_start_ns = t.tasks == 0 ? start : std::min(t.first_start_ns, start);
+      t.last_end_ns = t.tasks == 0 ? end : std::max(t.last_end_ns, end);
+      ++t.tasks;
+      t.busy_ns += end - start;
+      t.wait_ns += static_cast<double>(r.start_ns - std::min(previous_end, r.start_ns));
+      previous_end = r.end_ns;
+    }
+  }
+  std::erase_if(ops, [](const OpTimeline& t) { return t.tasks == 0; });
+  return ops;
 }
 
 L2Flush::L2Flush() {

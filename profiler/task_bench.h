@@ -44,6 +44,25 @@ std::vector<double> task_startup_ns(const executor::TaskTable& table,
                                     const std::vector<executor::TaskTimingRecord>& records,
                                     const std::vector<uint64_t>& cta_entry_ns);
 
+// Where one op's tasks ran in one launch of a region, in ns from the region's start (its
+// earliest CTA entry). A task is busy from its start to its end (its body); it waited from the
+// end of the task before it on its CTA (the CTA's entry for a CTA's first task) to its start:
+// the signal and barrier after that task, and this one's dependency waits.
+struct OpTimeline {
+  int op = 0;
+  int tasks = 0;
+  double first_start_ns = 0;
+  double last_end_ns = 0;
+  double busy_ns = 0;  // summed over the op's tasks
+  double wait_ns = 0;  // summed over the op's tasks
+};
+
+// The region's ops in order, each with tasks in the launch. Throws megacut::Error as
+// task_durations_ns and task_startup_ns do for missing or inconsistent records.
+std::vector<OpTimeline> op_timelines(const executor::TaskTable& table,
+                                     const std::vector<executor::TaskTimingRecord>& records,
+                                     const std::vector<uint64_t>& cta_entry_ns);
+
 // Launches `stream` work that evicts the device's L2: a memset of twice its size.
 class L2Flush {
  public:

@@ -45,6 +45,12 @@ struct TileBox {
   __host__ __device__ int cols() const { return static_cast<int>(col_end - col_begin); }
 };
 
+// Bytes [p, p + bytes) of device memory.
+struct ByteSpan {
+  const void* p;
+  long long bytes;
+};
+
 // model::Tiling as the device sees it: a uniform grid over (rows, cols), row-major tiles, edge
 // tiles cut short.
 struct TileGrid {

@@ -45,6 +45,15 @@ struct LinearGemvTile {
     return kWarpsK * l.grid.tile_rows * kCols * 4;
   }
 
+  // The weight rows a tile reads, contiguous: a persistent region asks L2 for them ahead of
+  // the task, since weights are no task's output. None for step-head, whose rows follow the
+  // step, a stage input that may not be written yet.
+  __device__ static ByteSpan weight_span(const Layout& l, long long tile) {
+    if (l.step != nullptr) return {nullptr, 0};
+    const TileBox box = l.grid.box(tile);
+    return {l.w + box.col_begin * l.k, box.cols() * static_cast<long long>(l.k) * 2};
+  }
+
   __device__ static void run(const Layout& l, long long tile, char* smem) {
     if (threadIdx.x >= kThreads) return;
     const TileBox box = l.grid.box(tile);

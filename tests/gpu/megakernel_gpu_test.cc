@@ -143,7 +143,9 @@ TEST(MegakernelCodegen, EveryBodyFitsA256ThreadBlock) {
 }
 
 // Launched with Programmatic Dependent Launch, a region must wait for the kernel before it
-// before touching anything (its arrival count first); its launch bounds follow its block width.
+// before touching anything a kernel writes (its arrival count first, then the counters and its
+// bodies' buffers); only the weight prefetch, which reads the host's tables and weights, may run
+// before. Its launch bounds follow its block width.
 TEST(MegakernelCodegen, RegionKernelWaitsForPriorGridsFirst) {
   const model::Graph g = stage_graph("tiny-llama", 1, 16, "decode");
   const std::string source = region_kernel_source(region_body_names(g, 0, g.op_count()), false);
@@ -154,7 +156,9 @@ TEST(MegakernelCodegen, RegionKernelWaitsForPriorGridsFirst) {
   ASSERT_NE(wait, std::string::npos);
   ASSERT_NE(arrivals, std::string::npos);
   EXPECT_LT(wait, arrivals);
-  EXPECT_LT(wait, source.find("p.queue_begin", kernel));
+  EXPECT_LT(wait, source.find("wait_dep(p", kernel));
+  EXPECT_LT(wait, source.find("Body::run(", kernel));
+  EXPECT_LT(source.find("prefetch_ahead(p", kernel), wait);
   EXPECT_NE(source.find("__launch_bounds__(megacut_region::kBlockThreads, 1)"), std::string::npos);
 }
 

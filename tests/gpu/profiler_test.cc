@@ -262,6 +262,32 @@ TEST(TaskBenchTest, StartupRunsFromTheCtasStartToItsFirstTask) {
   EXPECT_THROW(profiler::task_startup_ns(table, records, {900, 1004}), Error);
 }
 
+// The same two queues, task 2 of op 6 and the others of op 5, CTAs entering at 900 and 1004: op 5
+// runs 100-400 from the region's start (900), busy 100 + 290, after waits of 100 and 6; op 6's
+// one task waits from its queue's task before (end 1100) to its start (1150).
+TEST(TaskBenchTest, OpTimelinesSumBusyAndWaitPerOp) {
+  TwoQueues q;
+  q.table.op_begin = 5;
+  q.table.op_end = 8;  // op 7 has no task in this launch: left out
+  q.records[2].op = 6;
+  const std::vector<profiler::OpTimeline> ops =
+      profiler::op_timelines(q.table, q.records, {900, 1004});
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].op, 5);
+  EXPECT_EQ(ops[0].tasks, 2);
+  EXPECT_EQ(ops[0].first_start_ns, 100);
+  EXPECT_EQ(ops[0].last_end_ns, 400);
+  EXPECT_EQ(ops[0].busy_ns, 390);
+  EXPECT_EQ(ops[0].wait_ns, 106);
+  EXPECT_EQ(ops[1].op, 6);
+  EXPECT_EQ(ops[1].tasks, 1);
+  EXPECT_EQ(ops[1].first_start_ns, 250);
+  EXPECT_EQ(ops[1].last_end_ns, 300);
+  EXPECT_EQ(ops[1].busy_ns, 50);
+  EXPECT_EQ(ops[1].wait_ns, 50);
+  EXPECT_THROW(profiler::op_timelines(q.table, q.records, {1001, 1004}), Error);
+}
+
 TEST(TaskBenchTest, DefaultCtaCountsAreOneQuarterHalfAll) {
   EXPECT_EQ(profiler::default_task_ctas(132), (std::vector<int>{1, 33, 66, 132}));
   EXPECT_EQ(profiler::default_task_ctas(2), (std::vector<int>{1, 2}));
