@@ -49,6 +49,7 @@ class Graph {
   // The tile graph.
   const TileGraph& tiles() const { return tile_graph_; }
   TaskId task_count() const { return first_task_.back(); }
+  // first_task(op_count()) is task_count(): [first_task(a), first_task(b)) are ops [a, b)'s tasks.
   TaskId first_task(int op) const { return first_task_.at(op); }
   TaskId task_id(int op, int64_t tile) const { return first_task_.at(op) + tile; }
   TaskRef task(TaskId id) const;

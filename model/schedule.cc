@@ -68,18 +68,12 @@ Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues)
 
 namespace {
 
-// Tasks of the schedule's region: [first, last).
-std::pair<TaskId, TaskId> region_tasks(const Graph& graph, const Schedule& schedule) {
-  return {graph.first_task(schedule.op_begin), schedule.op_end < graph.op_count()
-                                                   ? graph.first_task(schedule.op_end)
-                                                   : graph.task_count()};
-}
-
 // Walks every queue of `schedule` in order and calls wait(task, dep) for each dependency a task
 // waits for (TaskWaits says which), the task region-local.
 template <class Wait>
 void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait) {
-  const auto [first, last] = region_tasks(graph, schedule);
+  const TaskId first = graph.first_task(schedule.op_begin),
+               last = graph.first_task(schedule.op_end);
   // done[i] == q: queue q ran task first + i or waited for it (queues are walked one at a time).
   std::vector<int> done(last - first, -1);
   for (int q = 0; q < schedule.queue_count(); ++q) {
@@ -107,8 +101,8 @@ TaskWaits task_waits(const Graph& graph, const Schedule& schedule) {
   std::vector<std::pair<TaskId, TaskId>> waits;  // (region-local task, dep), in walk order
   walk_waits(graph, schedule, [&](TaskId task, TaskId dep) { waits.emplace_back(task, dep); });
   TaskWaits w;
-  const auto [first, last] = region_tasks(graph, schedule);
-  w.offsets.assign(static_cast<size_t>(last - first) + 1, 0);
+  const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
+  w.offsets.assign(static_cast<size_t>(tasks) + 1, 0);
   for (const auto& [task, dep] : waits) ++w.offsets[task + 1];
   for (size_t i = 1; i < w.offsets.size(); ++i) w.offsets[i] += w.offsets[i - 1];
   w.deps.resize(waits.size());
@@ -118,8 +112,8 @@ TaskWaits task_waits(const Graph& graph, const Schedule& schedule) {
 }
 
 std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule) {
-  const auto [first, last] = region_tasks(graph, schedule);
-  std::vector<int32_t> counts(static_cast<size_t>(last - first), 0);
+  const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
+  std::vector<int32_t> counts(static_cast<size_t>(tasks), 0);
   walk_waits(graph, schedule, [&](TaskId task, TaskId) { ++counts[task]; });
   return counts;
 }
