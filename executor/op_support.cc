@@ -279,7 +279,11 @@ std::string why_not(const Graph& g, const Op& op) {
     if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
     if (std::string h = check_heads(op); !h.empty()) return h;
     const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
-    if (t.tile_cols != group * hd) {
+    if (t.tile_rows == 1 && t.tile_cols != hd) {
+      return "tile_cols = " + str(t.tile_cols) + " is not one query head (" + str(hd) +
+             "), as one-row tiles take";
+    }
+    if (t.tile_rows > 1 && t.tile_cols != group * hd) {
       return "tile_cols = " + str(t.tile_cols) + " is not one KV head's query heads (" +
              str(group * hd) + ")";
     }
@@ -332,8 +336,6 @@ AttentionShape attention_shape(const Op& op) {
   AttentionShape s;
   s.decode = op.tiling.tile_rows == 1;
   s.head_dim = attr_int(op, "head_dim");
-  const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
-  s.max_group = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
   return s;
 }
 
@@ -378,9 +380,7 @@ std::string tile_body_name(const Graph& graph, int op) {
   }
   if (kind == "attention") {
     const AttentionShape s = attention_shape(o);
-    if (s.decode) {
-      return ns + "AttentionDecodeTile<" + str(s.head_dim) + ", " + str(s.max_group) + ">";
-    }
+    if (s.decode) return ns + "AttentionDecodeTile<" + str(s.head_dim) + ">";
     return ns + "AttentionPrefillTile<" + str(s.head_dim) + ">";
   }
   if (kind == "embedding" || kind == "step-embedding") return ns + "EmbeddingTile";

@@ -29,9 +29,8 @@ LinearShape linear_shape(const model::Op& op);
 
 // Which body instantiation runs an attention op.
 struct AttentionShape {
-  bool decode = false;  // one query row per tile
+  bool decode = false;  // one query row and one query head per tile
   int head_dim = 0;
-  int max_group = 0;  // decode: query heads handled at once (1, 2, 4 or 8)
 };
 AttentionShape attention_shape(const model::Op& op);
 

@@ -52,17 +52,8 @@ template <int kHeadDim, class Visit>
 decltype(auto) attention_hd(const tiles::AttentionLayout& l, const AttentionShape& s,
                             Visit& visit) {
   using namespace tiles;
-  if (!s.decode) return call<AttentionPrefillTile<kHeadDim>>(visit, l);
-  switch (s.max_group) {
-    case 1:
-      return call<AttentionDecodeTile<kHeadDim, 1>>(visit, l);
-    case 2:
-      return call<AttentionDecodeTile<kHeadDim, 2>>(visit, l);
-    case 4:
-      return call<AttentionDecodeTile<kHeadDim, 4>>(visit, l);
-    default:
-      return call<AttentionDecodeTile<kHeadDim, 8>>(visit, l);
-  }
+  if (s.decode) return call<AttentionDecodeTile<kHeadDim>>(visit, l);
+  return call<AttentionPrefillTile<kHeadDim>>(visit, l);
 }
 
 template <class Visit>

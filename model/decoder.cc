@@ -60,8 +60,7 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   const int attn = activation(n + "attn", nh * hd);
   Attrs attention_attrs = heads;
   if (window > 0) attention_attrs.set("window", double(window));
-  op("attn.attention", "attention", {rotated, cache}, {}, attn,
-     Tiling{rows_, nh * hd, attention_rows(stage_.seq_len, nh / nkv), (nh / nkv) * hd},
+  op("attn.attention", "attention", {rotated, cache}, {}, attn, attention_tiling(nh, nkv, hd),
      attention_attrs);
 
   const int o = activation(n + "attn_out", hidden);

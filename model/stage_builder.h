@@ -63,6 +63,17 @@ inline int64_t attention_rows(int64_t seq_len, int64_t group) {
   return 1;
 }
 
+// Attention tiles: attention_rows query rows and the query heads of one KV head, which then
+// read their keys once; tiles of one row (decode, or a prompt length with no divisor that fits)
+// take one query head each, so that a step spreads over as many SMs as the model has heads.
+inline Tiling attention_tiling(int64_t rows, int64_t seq_len, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim) {
+  const int64_t group = heads / kv_heads;
+  const int64_t tile_rows = attention_rows(seq_len, group);
+  if (tile_rows == 1) return {rows, heads * head_dim, 1, head_dim};
+  return {rows, heads * head_dim, tile_rows, group * head_dim};
+}
+
 class StageBuilder {
  public:
   StageBuilder(const Stage& stage, int64_t batch)
@@ -103,6 +114,10 @@ class StageBuilder {
     return row_tiling_over(rows, cols, std::min(cols, kElementwiseCols), kElementwiseMinElements);
   }
   Tiling elementwise_tiling(int64_t cols) const { return elementwise_tiling(rows_, cols); }
+
+  Tiling attention_tiling(int64_t heads, int64_t kv_heads, int64_t head_dim) const {
+    return build::attention_tiling(rows_, stage_.seq_len, heads, kv_heads, head_dim);
+  }
 
   // Adds an op; every op carries the stage's seq_len and past_len.
   void add(const std::string& name, std::string_view kind, std::vector<int> inputs,

@@ -6,7 +6,8 @@
 namespace megacut::tiles {
 
 // A tile is (query rows of one sequence, the query heads of one KV head): columns
-// [kv_head * group * head_dim, (kv_head + 1) * group * head_dim) of the output. Query row t
+// [kv_head * group * head_dim, (kv_head + 1) * group * head_dim) of the output; in decode (one
+// row) one query head. Query row t
 // (sequence t / seq_len) sits at position past_len + t % seq_len and sees cache positions
 // [lo, pos], lo = pos - window + 1 when window > 0 (clamped at 0), else 0.
 struct AttentionLayout {

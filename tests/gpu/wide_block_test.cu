@@ -118,9 +118,8 @@ TEST(WideBlock, DecodeBodies) {
   check_wide<tiles::LinearGemvTile<16, 1, bf16>>(g, find_op(g, "layers.0.attn.qkv"),
                                                  ns + "LinearGemvTile<16, 1, __nv_bfloat16>",
                                                  linear_layout);
-  check_wide<tiles::AttentionDecodeTile<64, 8>>(g, find_op(g, "layers.0.attn.attention"),
-                                                ns + "AttentionDecodeTile<64, 8>",
-                                                attention_layout);
+  check_wide<tiles::AttentionDecodeTile<64>>(g, find_op(g, "layers.0.attn.attention"),
+                                             ns + "AttentionDecodeTile<64>", attention_layout);
   check_wide<tiles::LinearGemvTile<64, 1, float>>(
       g, find_op(g, "lm_head"), ns + "LinearGemvTile<64, 1, float>", lm_head_layout);
   const model::Graph g64 = build_stage("gqa16", 1, 50, 64);
