@@ -33,7 +33,6 @@ struct RunCommandOptions {
   std::string save_weights_dir;
   std::string dump_path;
   int dump_steps = 8;
-  int64_t mk_prefetch_kib = executor::kDefaultPrefetchBytes / 1024;
   std::string task_timing_path;
 };
 
@@ -85,12 +84,11 @@ void print_region_configs(const executor::ScenarioRunner& runner) {
       const executor::RegionConfig& c = region->config();
       std::printf(
           "region %s mk[%d:%d]: %d tasks on %d CTAs x %d threads, %d registers, %d B "
-          "local (spills), %d B shared, %d blocks/SM possible, %d bodies, weight prefetch %lld "
-          "KiB%s\n",
+          "local (spills), %d B shared, %d blocks/SM possible, %d bodies, weight ring of %d "
+          "slots%s\n",
           runner.stage_graph(s).stage().c_str(), c.op_begin, c.op_end, c.tasks, c.grid,
           c.block_threads, c.registers, c.local_bytes, c.dynamic_smem_bytes + c.static_smem_bytes,
-          c.blocks_per_sm, c.bodies, static_cast<long long>(c.prefetch_bytes / 1024),
-          c.cache_hit ? ", cached kernel" : "");
+          c.blocks_per_sm, c.bodies, c.ring_slots, c.cache_hit ? ", cached kernel" : "");
     }
   }
 }
@@ -154,7 +152,6 @@ void run(const RunCommandOptions& o) {
   }
   if (o.runs < 1) throw Error("--runs: must be at least 1");
   if (o.warmup < 0) throw Error("--warmup: must not be negative");
-  if (o.mk_prefetch_kib < 0) throw Error("--mk-prefetch-kib: must not be negative");
 
   executor::LoadedCheckpoint checkpoint;
   if (!o.weights_dir.empty()) {
@@ -185,7 +182,6 @@ void run(const RunCommandOptions& o) {
   options.pdl = o.pdl || planned.pdl;
   options.composition = planned.composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
-  options.mk_prefetch_bytes = o.mk_prefetch_kib * 1024;
   options.task_timing = !o.task_timing_path.empty();
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
 
@@ -264,9 +260,6 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--dump", o->dump_path,
                   "Write the prompt and the logits of a greedy generation (safetensors)");
   cmd->add_option("--dump-steps", o->dump_steps, "Decode steps of the dumped generation")
-      ->capture_default_str();
-  cmd->add_option("--mk-prefetch-kib", o->mk_prefetch_kib,
-                  "Weight KiB each megakernel CTA asks L2 for ahead of its task (0: none)")
       ->capture_default_str();
   cmd->add_option("--task-timing", o->task_timing_path,
                   "Compile mk regions with task timing records and write the last run's here "

@@ -1,9 +1,14 @@
-// The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; launch_op
-// picks the body for an op from its kind and tile shape (tile_dispatch.cuh). Each kernel first
-// waits for the kernel before it and, its tile done, lets the one after it launch, which does
-// nothing unless they are launched with Programmatic Dependent Launch (grid_dependency.cuh).
+// The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; a streamed body
+// (tiles/stream.cuh) runs as stream_kernel<Body>, a persistent grid of one CTA per SM walking
+// tiles blockIdx.x, + gridDim.x, ... with the producer warp streaming the weights of its next
+// tiles into the CTA's ring, as a megakernel region runs the same body. launch_op picks the body
+// for an op from its kind and tile shape (tile_dispatch.cuh). Each kernel first waits for the
+// kernel before it (a stream kernel's producer only reads weights, and starts at once) and, its
+// tiles done, lets the one after it launch, which does nothing unless they are launched with
+// Programmatic Dependent Launch (grid_dependency.cuh).
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -13,6 +18,7 @@
 #include "executor/cuda_check.h"
 #include "executor/grid_dependency.cuh"
 #include "executor/launch.h"
+#include "executor/tensor_map.h"
 #include "executor/tile_dispatch.cuh"
 #include "executor/tile_layouts.cuh"
 #include "model/error.h"
@@ -46,6 +52,47 @@ __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
   allow_dependent_launch();
 }
 
+// A streamed body's persistent kernel: shared memory is the body's scratch (scratch_bytes,
+// 128-byte aligned), then the ring of `slots` slots; `map` is the weights' tensor map. Thread
+// kThreads streams the weights of the CTA's tiles; the body's threads run them.
+template <class Body>
+__global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads, 1)
+    stream_kernel(const __grid_constant__ CUtensorMap map, const typename Body::Layout layout,
+                  int scratch_bytes, int slots) {
+  static_assert(Body::kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
+  extern __shared__ __align__(128) char smem[];
+  __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
+  const tiles::StreamRing ring{smem + scratch_bytes, full, empty, slots};
+  // A wait this long is a defect of ours: trap rather than hang.
+  constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;
+  if (threadIdx.x == 0) init_stream_ring(ring);
+  __syncthreads();
+  const long long count = layout.grid.count();
+  if (threadIdx.x == Body::kThreads) {
+    const unsigned long long policy = tiles::stream_cache_policy();
+    unsigned position = 0;
+    bool after_prior_grids = false;
+    for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
+      const tiles::StreamPlan plan = Body::stream(layout, tile, &map);
+      if (plan.after_prior_grids && !after_prior_grids) {
+        wait_for_prior_grids();
+        after_prior_grids = true;
+      }
+      tiles::produce_stream(ring, position, plan, policy, [](unsigned long long waited_ns) {
+        if (waited_ns > kTimeoutNs) __trap();
+        return false;
+      });
+    }
+  } else if (threadIdx.x < Body::kThreads) {
+    wait_for_prior_grids();
+    tiles::StreamCursor weights{ring, 0, kTimeoutNs};
+    for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
+      Body::run(layout, tile, smem, weights);
+    }
+  }
+  allow_dependent_launch();
+}
+
 constexpr int kDefaultSmemBytes = 48 * 1024;
 
 // Lets tile_kernel<Body> take up to the device's opt-in shared memory; once per process.
@@ -62,14 +109,76 @@ void raise_smem_limit() {
   (void)raised;
 }
 
+// What a streamed body's kernel is launched with on this device: one CTA per SM (at most one
+// per tile), and every slot of shared memory the body's scratch leaves, up to the most a ring
+// takes.
+struct StreamLaunch {
+  int ctas = 0;
+  int scratch_bytes = 0;
+  int slots = 0;
+  int smem_bytes() const { return scratch_bytes + slots * tiles::kStreamSlotBytes; }
+};
+
+// The device's SMs and the shared memory stream_kernel<Body> may take beyond its static part;
+// raises its limit to that, once per process.
+struct StreamDevice {
+  int sm_count = 0;
+  int dynamic_smem_bytes = 0;
+};
+
+template <class Body>
+const StreamDevice& stream_device() {
+  static const StreamDevice d = [] {
+    int device = 0;
+    StreamDevice d;
+    int optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cudaFuncAttributes attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, stream_kernel<Body>));
+    d.dynamic_smem_bytes = optin - static_cast<int>(attributes.sharedSizeBytes);
+    CUDA_CHECK(cudaFuncSetAttribute(
+        stream_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize, d.dynamic_smem_bytes));
+    return d;
+  }();
+  return d;
+}
+
+template <class Body>
+StreamLaunch stream_launch(const typename Body::Layout& layout) {
+  const StreamDevice& d = stream_device<Body>();
+  StreamLaunch s;
+  s.scratch_bytes = (Body::smem_bytes(layout) + 127) / 128 * 128;
+  s.slots = std::min(tiles::kStreamMaxSlots,
+                     (d.dynamic_smem_bytes - s.scratch_bytes) / tiles::kStreamSlotBytes);
+  if (s.slots < 2) {
+    throw Error("a weight-streaming kernel needs " + std::to_string(s.scratch_bytes) +
+                " bytes of scratch and two 16 KB slots; the device has " +
+                std::to_string(d.dynamic_smem_bytes) + " bytes of shared memory per block");
+  }
+  s.ctas = static_cast<int>(std::min<long long>(d.sm_count, layout.grid.count()));
+  return s;
+}
+
 template <class Body>
 void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool pdl) {
-  const int smem_bytes = Body::smem_bytes(layout);
-  if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
-  const long long tiles = layout.grid.count();
-  const KernelLaunch launch(static_cast<unsigned>(tiles), Body::kThreads,
-                            static_cast<size_t>(smem_bytes), stream, pdl);
-  CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout));
+  if constexpr (tiles::StreamedBody<Body>) {
+    const StreamLaunch s = stream_launch<Body>(layout);
+    const KernelLaunch launch(static_cast<unsigned>(s.ctas),
+                              Body::kThreads + tiles::kStreamProducerThreads,
+                              static_cast<size_t>(s.smem_bytes()), stream, pdl);
+    const CUtensorMap map = encode_weight_map(Body::map_shape(layout), "a linear's weights");
+    CUDA_CHECK(cudaLaunchKernelEx(launch.config(), stream_kernel<Body>, map, layout,
+                                  s.scratch_bytes, s.slots));
+  } else {
+    const int smem_bytes = Body::smem_bytes(layout);
+    if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
+    const long long tiles = layout.grid.count();
+    const KernelLaunch launch(static_cast<unsigned>(tiles), Body::kThreads,
+                              static_cast<size_t>(smem_bytes), stream, pdl);
+    CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout));
+  }
 }
 
 // Every body whose shared memory can pass the default limit, for prepare_kernels.
@@ -81,8 +190,11 @@ void raise_all() {
 template <typename OutT, int kCols>
 void raise_linear_width() {
   using namespace tiles;
-  raise_all<LinearMmaTile<kCols, OutT>, LinearGemvTile<kCols, 1, OutT>,
-            LinearGemvTile<kCols, 2, OutT>, LinearGemvTile<kCols, 4, OutT>>();
+  raise_all<LinearMmaTile<kCols, OutT>>();
+  stream_device<LinearStreamTile<kCols, 1, OutT>>();
+  stream_device<LinearStreamTile<kCols, 2, OutT>>();
+  stream_device<LinearStreamTile<kCols, 4, OutT>>();
+  stream_device<LinearStreamTile<kCols, 8, OutT>>();
 }
 
 template <typename OutT>

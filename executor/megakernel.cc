@@ -3,20 +3,23 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 
 #include "executor/cuda_check.h"
+#include "executor/driver_entry.h"
 #include "executor/megakernel_bodies.h"
 #include "executor/megakernel_codegen.h"
+#include "executor/tensor_map.h"
+#include "executor/tiles/stream_shape.h"
 #include "model/error.h"
 #include "model/schedule.h"
 
 namespace megacut::executor {
 namespace {
 
-// The driver functions the region needs, fetched through the runtime so that nothing links
-// libcuda (CI machines have none).
+// The driver functions the region needs (executor/driver_entry.h).
 struct Driver {
   CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -27,27 +30,16 @@ struct Driver {
   CUresult (*get_error_string)(CUresult, const char**) = nullptr;
 };
 
-template <class F>
-void entry(const char* symbol, F& fn) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  CUDA_CHECK(cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || p == nullptr) {
-    throw Error(std::string("CUDA driver entry point ") + symbol + " not found");
-  }
-  fn = reinterpret_cast<F>(p);
-}
-
 const Driver& driver() {
   static const Driver d = [] {
     Driver d;
-    entry("cuModuleLoadData", d.module_load_data);
-    entry("cuModuleGetFunction", d.module_get_function);
-    entry("cuFuncGetAttribute", d.func_get_attribute);
-    entry("cuFuncSetAttribute", d.func_set_attribute);
-    entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", d.occupancy);
-    entry("cuLaunchKernelEx", d.launch_kernel_ex);
-    entry("cuGetErrorString", d.get_error_string);
+    driver_entry("cuModuleLoadData", d.module_load_data);
+    driver_entry("cuModuleGetFunction", d.module_get_function);
+    driver_entry("cuFuncGetAttribute", d.func_get_attribute);
+    driver_entry("cuFuncSetAttribute", d.func_set_attribute);
+    driver_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", d.occupancy);
+    driver_entry("cuLaunchKernelEx", d.launch_kernel_ex);
+    driver_entry("cuGetErrorString", d.get_error_string);
     return d;
   }();
   return d;
@@ -118,6 +110,8 @@ class DeviceArray {
 struct DeviceShape {
   int sm_count = 0;
   int arch = 0;
+  int smem_optin_bytes = 0;  // shared memory a block may have, static and dynamic together
+  int max_dynamic_smem_bytes(int static_bytes) const { return smem_optin_bytes - static_bytes; }
 };
 
 DeviceShape device_shape() {
@@ -126,7 +120,8 @@ DeviceShape device_shape() {
   CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return {prop.multiProcessorCount, prop.major * 10 + prop.minor};
+  return {prop.multiProcessorCount, prop.major * 10 + prop.minor,
+          static_cast<int>(prop.sharedMemPerBlockOptin)};
 }
 
 }  // namespace
@@ -139,12 +134,12 @@ nlohmann::json RegionConfig::to_json() const {
           {"grid", grid},
           {"block_threads", block_threads},
           {"dynamic_smem_bytes", dynamic_smem_bytes},
+          {"ring_slots", ring_slots},
           {"static_smem_bytes", static_smem_bytes},
           {"registers", registers},
           {"local_bytes", local_bytes},
           {"blocks_per_sm", blocks_per_sm},
           {"sm_count", sm_count},
-          {"prefetch_bytes", prefetch_bytes},
           {"kernel_key", kernel_key},
           {"cache_hit", cache_hit},
           {"compile_ms", compile_ms}};
@@ -164,6 +159,7 @@ struct MegakernelRegion::Impl {
   DeviceArray<mk::ErrorRecord> error;
   DeviceArray<mk::TaskTiming> timings;
   DeviceArray<unsigned long long> cta_entry_ns;
+  int ring_offset = 0;
   mk::Params params{};
 
   Impl(const model::Graph& g, int op_begin, int op_end, RegionOptions o) : graph(g), options(o) {
@@ -174,11 +170,7 @@ struct MegakernelRegion::Impl {
     }
     config.op_begin = op_begin;
     config.op_end = op_end;
-    if (o.prefetch_bytes < 0) {
-      throw Error(name + ": prefetch of " + std::to_string(o.prefetch_bytes) +
-                  " bytes; it must not be negative");
-    }
-    config.prefetch_bytes = o.prefetch_bytes;
+    if (o.watchdog_ns == 0) throw Error(name + ": a watchdog of 0 ns gives up at once");
   }
 
   // Compiles (or loads) the kernel and fills the configuration but the grid.
@@ -192,11 +184,32 @@ struct MegakernelRegion::Impl {
     config.compile_ms = k.compile_ms;
     config.bodies = static_cast<int>(names.size());
     config.sm_count = device.sm_count;
+    int scratch_bytes = 0;
+    bool streamed = false;
     for (const RegionBody& b : bodies) {
       config.block_threads = std::max(config.block_threads, b.threads);
-      config.dynamic_smem_bytes = std::max(config.dynamic_smem_bytes, b.smem_bytes);
+      scratch_bytes = std::max(scratch_bytes, b.smem_bytes);
+      streamed = streamed || b.streamed;
     }
     const Driver& d = driver();
+    cu_check(d.func_get_attribute(&config.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                  function),
+             "cuFuncGetAttribute", name);
+    // The ring takes every slot the scratch leaves of the shared memory a block may have.
+    config.dynamic_smem_bytes = (scratch_bytes + 127) / 128 * 128;
+    if (streamed) {
+      config.block_threads += tiles::kRegionProducerThreads;
+      config.ring_slots = std::min(
+          tiles::kStreamMaxSlots,
+          (device.max_dynamic_smem_bytes(config.static_smem_bytes) - config.dynamic_smem_bytes) /
+              tiles::kStreamSlotBytes);
+      if (config.ring_slots < 2) {
+        throw Error(name + ": its bodies' " + std::to_string(scratch_bytes) +
+                    " bytes of scratch leave no room for a weight ring of two 16 KB slots");
+      }
+      ring_offset = config.dynamic_smem_bytes;
+      config.dynamic_smem_bytes += config.ring_slots * tiles::kStreamSlotBytes;
+    }
     int max_threads = 0;
     cu_check(d.func_get_attribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function),
              "cuFuncGetAttribute", name);
@@ -209,9 +222,6 @@ struct MegakernelRegion::Impl {
     cu_check(
         d.func_get_attribute(&config.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function),
         "cuFuncGetAttribute", name);
-    cu_check(d.func_get_attribute(&config.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                                  function),
-             "cuFuncGetAttribute", name);
     cu_check(d.occupancy(&config.blocks_per_sm, function, config.block_threads,
                          static_cast<size_t>(config.dynamic_smem_bytes)),
              "cuOccupancyMaxActiveBlocksPerMultiprocessor", name);
@@ -237,13 +247,25 @@ struct MegakernelRegion::Impl {
     if (verify) {
       if (const std::string why = find_deadlock(table); !why.empty()) throw Error(why);
     }
+    // The layouts, 16-byte aligned, each streamed body's tensor map after its layout, 64-byte
+    // aligned (the copy engine's rule); nothing at offset 0 but the first layout.
     std::vector<char> blob;
-    std::vector<int> offset(bodies.size()), body_case(bodies.size());
+    std::vector<int> offset(bodies.size()), map_offset(bodies.size(), 0), body_case(bodies.size());
+    auto append = [&](const std::vector<std::byte>& bytes, size_t alignment) {
+      blob.resize((blob.size() + alignment - 1) / alignment * alignment);
+      const int at = static_cast<int>(blob.size());
+      const auto* p = reinterpret_cast<const char*>(bytes.data());
+      blob.insert(blob.end(), p, p + bytes.size());
+      return at;
+    };
     for (size_t i = 0; i < bodies.size(); ++i) {
-      blob.resize((blob.size() + 15) / 16 * 16);
-      offset[i] = static_cast<int>(blob.size());
-      const auto* bytes = reinterpret_cast<const char*>(bodies[i].layout.data());
-      blob.insert(blob.end(), bytes, bytes + bodies[i].layout.size());
+      offset[i] = append(bodies[i].layout, 16);
+      if (bodies[i].streamed) {
+        const CUtensorMap map = encode_weight_map(bodies[i].map_shape, name);
+        std::vector<std::byte> bytes(sizeof map);
+        std::memcpy(bytes.data(), &map, sizeof map);
+        map_offset[i] = append(bytes, 64);
+      }
       body_case[i] = static_cast<int>(std::lower_bound(names.begin(), names.end(), bodies[i].name) -
                                       names.begin());
     }
@@ -251,6 +273,7 @@ struct MegakernelRegion::Impl {
       const int slot = table.op_of_task.at(t.index) - table.op_begin;
       t.body = body_case[slot];
       t.layout_offset = offset[slot];
+      t.map_offset = map_offset[slot];
     }
     layouts = DeviceArray<char>(blob);
     tasks = DeviceArray<mk::Task>(table.tasks);
@@ -272,8 +295,9 @@ struct MegakernelRegion::Impl {
     params.error = error.get();
     params.timings = timings.get();
     params.cta_entry_ns = cta_entry_ns.get();
-    params.watchdog_polls = options.watchdog_polls;
-    params.prefetch_bytes = options.prefetch_bytes;
+    params.watchdog_ns = options.watchdog_ns;
+    params.ring_offset = ring_offset;
+    params.ring_slots = config.ring_slots;
     params.region = options.region_id;
   }
 };
@@ -362,8 +386,8 @@ void MegakernelRegion::check(cudaStream_t stream) {
   throw Error(m.name + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
               std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
               describe(e.counter) + " to reach run " + std::to_string(e.target) +
-              " but it stayed at " + std::to_string(e.seen) + " after " +
-              std::to_string(m.options.watchdog_polls) + " polls; the region gave up");
+              " but it stayed at " + std::to_string(e.seen) + " for " +
+              std::to_string(m.options.watchdog_ns / 1000) + " us; the region gave up");
 }
 
 const RegionConfig& MegakernelRegion::config() const { return impl_->config; }

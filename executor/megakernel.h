@@ -24,24 +24,17 @@
 
 namespace megacut::executor {
 
-inline constexpr int64_t kDefaultPrefetchBytes = 0;
-
 struct RegionOptions {
   int region_id = 0;  // named in watchdog errors
-  // Polls one dependency wait may make before the region gives up: at the 256 ns back-off
-  // ceiling 2^22 polls is about a second. Tests plant hangs with a few thousand.
-  uint64_t watchdog_polls = uint64_t{1} << 22;
+  // How long one dependency wait may last before the region gives up, by %globaltimer: a
+  // second. Tests plant hangs with a millisecond.
+  uint64_t watchdog_ns = 1'000'000'000;
   bool timing = false;  // compile in per-task %globaltimer records (read_timings)
   int max_ctas = 0;     // cap on the grid below one CTA per SM; 0: no cap
   // Launch the region with Programmatic Dependent Launch (cuLaunchKernelEx's programmatic stream
   // serialization): it may start while the kernel before it drains. The kernel is the same
   // either way.
   bool pdl = false;
-  // Weight bytes each CTA asks L2 for ahead of the task it runs (weights are no task's output,
-  // so the weight stream need not wait for dependencies); 0: no prefetch. Off by default: on the
-  // H200 it made Llama-3.2-1B slower at every budget tried (64 KiB to 1 MiB; batch 1, one
-  // megakernel per stage), reports/h200/bench-compositions.md.
-  int64_t prefetch_bytes = kDefaultPrefetchBytes;
 };
 
 // The configuration the region really runs with, to check the simulator's prediction of it.
@@ -49,17 +42,17 @@ struct RegionConfig {
   int op_begin = 0;
   int op_end = 0;
   int tasks = 0;
-  int bodies = 0;  // distinct tile bodies = switch cases
-  int grid = 0;    // CTAs = queues
-  int block_threads = 0;
-  int dynamic_smem_bytes = 0;
+  int bodies = 0;              // distinct tile bodies = switch cases
+  int grid = 0;                // CTAs = queues
+  int block_threads = 0;       // the widest body's, plus the producer warp with ring_slots
+  int dynamic_smem_bytes = 0;  // the bodies' scratch, then the weight ring
+  int ring_slots = 0;          // weight-ring slots of each CTA; 0: no streamed body
   int static_smem_bytes = 0;
   int registers = 0;      // per thread
   int local_bytes = 0;    // per thread (spills)
   int blocks_per_sm = 0;  // occupancy at this block size and shared memory
   int sm_count = 0;
-  int64_t prefetch_bytes = 0;  // RegionOptions::prefetch_bytes
-  std::string kernel_key;      // cache key of the compiled kernel
+  std::string kernel_key;  // cache key of the compiled kernel
   bool cache_hit = false;
   double compile_ms = 0;
   nlohmann::json to_json() const;

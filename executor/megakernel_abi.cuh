@@ -7,15 +7,16 @@
 namespace megacut::executor::mk {
 
 // One task of a region: which body runs it (a case of the generated kernel's switch), where
-// its layout is, which tile, and its dependencies deps[dep_begin, dep_end) as region-local task
-// indices. A task's counter is its region-local index.
+// its layout is (and, for a streamed body, its weights' tensor map), which tile, and its
+// dependencies deps[dep_begin, dep_end) as region-local task indices. A task's counter is its
+// region-local index.
 struct Task {
   int index;          // region-local task index (global task id - first task of the region)
   int body;           // case of the kernel's switch
   int layout_offset;  // bytes into Params::layouts
   int dep_begin;
   int dep_end;
-  int pad;
+  int map_offset;  // bytes into Params::layouts of the tensor map (64-byte aligned); 0: none
   long long tile;
 };
 
@@ -42,18 +43,19 @@ struct TaskTiming {
 };
 
 struct Params {
-  const char* layouts;           // layout structs, 16-byte aligned each
+  const char* layouts;           // layout structs, 16-byte aligned each, and tensor maps
   const Task* tasks;             // queue after queue
   const int* queue_begin;        // (gridDim.x + 1): queue q is tasks[queue_begin[q], [q+1])
   const int* deps;               // region-local task indices
   unsigned long long* counters;  // one per task, monotonic: the run index once done
   unsigned long long* arrivals;  // CTAs started over all launches: the run index, times the grid
   ErrorRecord* error;
-  TaskTiming* timings;                // one per task, or null
-  unsigned long long* cta_entry_ns;   // one per CTA, with timings: its first instruction's time
-  unsigned long long watchdog_polls;  // polls one wait may make before giving up
-  long long prefetch_bytes;           // weights a CTA asks of L2 ahead of its queue; 0: none
-  int region;                         // reported in errors
+  TaskTiming* timings;               // one per task, or null
+  unsigned long long* cta_entry_ns;  // one per CTA, with timings: its first instruction's time
+  unsigned long long watchdog_ns;    // how long one wait may last before the region gives up
+  int ring_offset;                   // bytes into dynamic shared memory: the weight ring
+  int ring_slots;                    // its slots (tiles/stream.cuh); 0 without streamed bodies
+  int region;                        // reported in errors
   int pad;
 };
 

@@ -13,11 +13,15 @@ namespace megacut::executor {
 namespace {
 
 // What the runtime needs of a tile body (see executor/tiles/common.cuh for what it promises).
+// A streamed body's run also takes the CTA's weight cursor (tiles/stream.cuh).
 template <class Body>
-concept TileBody = requires(const typename Body::Layout& layout, long long tile, char* smem) {
+concept TileBody = requires(const typename Body::Layout& layout, long long tile, char* smem,
+                            tiles::StreamCursor& weights) {
   { Body::kThreads } -> std::convertible_to<int>;
   { Body::smem_bytes(layout) } -> std::convertible_to<int>;
-  Body::run(layout, tile, smem);
+  requires requires {
+    Body::run(layout, tile, smem);
+  } ||(tiles::StreamedBody<Body> && requires { Body::run(layout, tile, smem, weights); });
 };
 
 template <class Body>
@@ -28,6 +32,11 @@ RegionBody describe(const typename Body::Layout& layout) {
   RegionBody b;
   b.threads = Body::kThreads;
   b.smem_bytes = Body::smem_bytes(layout);
+  b.streamed = tiles::StreamedBody<Body>;
+  if constexpr (tiles::StreamedBody<Body>) {
+    static_assert(Body::kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
+    b.map_shape = Body::map_shape(layout);
+  }
   b.layout.resize(sizeof layout);
   std::memcpy(b.layout.data(), &layout, sizeof layout);
   return b;

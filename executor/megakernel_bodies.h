@@ -12,15 +12,18 @@
 #include <vector>
 
 #include "executor/stage_buffers.h"
+#include "executor/tiles/stream_shape.h"
 #include "model/graph.h"
 
 namespace megacut::executor {
 
 struct RegionBody {
-  std::string name;  // tile_body_name: the C++ type the generated kernel instantiates
-  int threads = 0;   // Body::kThreads
-  int smem_bytes = 0;
+  std::string name;               // tile_body_name: the C++ type the generated kernel instantiates
+  int threads = 0;                // Body::kThreads
+  int smem_bytes = 0;             // the body's scratch
+  bool streamed = false;          // its weights come through the CTA's ring (tiles/stream.cuh)
   std::vector<std::byte> layout;  // Body::Layout's bytes
+  tiles::StreamMapShape map_shape{};  // a streamed body's weights, for their tensor map
 };
 
 // Throws megacut::Error where can_implement fails or a buffer is missing.

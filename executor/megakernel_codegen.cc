@@ -31,11 +31,12 @@ namespace fs = std::filesystem;
 // Headers the generated source reaches outside executor/tiles/ (all of which it may reach):
 // their text is part of the cache key, so editing a tile body recompiles its regions.
 constexpr std::array kRuntimeHeaders = {"executor/counters.cuh", "executor/grid_dependency.cuh",
-                                        "executor/megakernel_abi.cuh"};
+                                        "executor/megakernel_abi.cuh",
+                                        "executor/megakernel_runtime.cuh"};
 
 constexpr std::array kBodyHeaders = {
-    "argmax", "attention", "audio_elementwise", "codebook_sum", "conv",    "embedding", "kv_append",
-    "linear", "lm_head",   "qk_norm",           "residual_add", "rmsnorm", "rope",      "silu_mul"};
+    "argmax", "attention", "audio_elementwise", "codebook_sum", "conv", "embedding", "kv_append",
+    "linear", "qk_norm",   "residual_add",      "rmsnorm",      "rope", "silu_mul"};
 
 // NVRTC has no C++ standard library: counters.cuh's <cstdint> comes from here.
 constexpr const char* kCstdintName = "cstdint";
@@ -105,173 +106,60 @@ std::string region_kernel_source(const std::vector<std::string>& bodies, bool ti
   if (timing) s << "#define MEGACUT_MK_TIMING 1\n";
   for (const char* h : kRuntimeHeaders) s << "#include \"" << h << "\"\n";
   for (const char* h : kBodyHeaders) s << "#include \"executor/tiles/" << h << ".cuh\"\n";
+  auto body_list = [&] {
+    std::string list;
+    for (size_t k = 0; k < bodies.size(); ++k) list += (k ? ", " : "") + bodies[k];
+    return list;
+  };
+  // One switch case per body: `statement` with the body's type for BODY.
+  auto cases = [&](const std::string& statement) {
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      std::string text = statement;
+      text.replace(text.find("BODY"), 4, bodies[k]);
+      s << "      case " << k << ":\n        " << text << "\n";
+    }
+  };
   s << R"(
 namespace megacut_region {
 using namespace megacut::executor;
 
-template <class... Body>
-__host__ __device__ constexpr int max_threads() {
-  int n = 32;
-  ((n = Body::kThreads > n ? Body::kThreads : n), ...);
-  return n;
-}
+// The region's bodies for mk::run_region (executor/megakernel_runtime.cuh).
+struct Region {
 )";
-  s << "constexpr int kBlockThreads = max_threads<";
-  for (size_t k = 0; k < bodies.size(); ++k) s << (k ? ", " : "") << bodies[k];
-  s << ">();\n";
-  s << R"(
-__device__ __forceinline__ unsigned long long globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+  s << "  static constexpr int kConsumerThreads = mk::max_threads<" << body_list() << ">();\n";
+  s << "  static constexpr bool kStreams = mk::any_streamed<" << body_list() << ">();\n";
+  s << R"(  static constexpr int kBlockThreads =
+      kConsumerThreads + (kStreams ? megacut::tiles::kRegionProducerThreads : 0);
+  static_assert(!kStreams || kConsumerThreads == megacut::tiles::kStreamConsumerThreads,
+                "streamed bodies fill the consumer block");
 
-__device__ __forceinline__ unsigned int smid() {
-  unsigned int id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
-}
-
-// wait_counter's polls and back-off (executor/counters.cuh) with a per-launch watchdog, and a
-// look at the error word between sleeps so that one hung wait stops the whole region at once.
-__device__ bool wait_dep(const mk::Params& p, int task, int dep, unsigned long long run) {
-  const unsigned long long* counter = p.counters + dep;
-  unsigned int backoff_ns = kBackoffMinNs;
-  unsigned long long value = 0;
-  for (unsigned long long poll = 0; poll < p.watchdog_polls; ++poll) {
-    value = load_acquire(reinterpret_cast<const uint64_t*>(counter));
-    if (value >= run) return true;
-    if (poll >= kSpinPolls) {
-      if (*reinterpret_cast<volatile const unsigned int*>(&p.error->flag) != 0u) return false;
-      __nanosleep(backoff_ns);
-      backoff_ns = min(2 * backoff_ns, kBackoffMaxNs);
-    }
-  }
-  if (atomicCAS(&p.error->flag, 0u, 1u) == 0u) {
-    p.error->region = p.region;
-    p.error->sm = static_cast<int>(smid());
-    p.error->block = static_cast<int>(blockIdx.x);
-    p.error->task = task;
-    p.error->counter = dep;
-    p.error->target = run;
-    p.error->seen = value;
-    __threadfence();
-  }
-  return false;
-}
-
-// The weights a task reads, for bodies that name them (weight_span); none for the others.
-template <class Body>
-__device__ __forceinline__ megacut::tiles::ByteSpan body_weights(const char* layout,
-                                                                 long long tile) {
-  if constexpr (requires(const typename Body::Layout& l) { Body::weight_span(l, 0ll); }) {
-    return Body::weight_span(*reinterpret_cast<const typename Body::Layout*>(layout), tile);
-  } else {
-    return {nullptr, 0};
-  }
-}
-)";
-  s << "\n__device__ megacut::tiles::ByteSpan task_weights(const mk::Params& p, const mk::Task& "
-       "task) {\n"
-    << "  const char* layout = p.layouts + task.layout_offset;\n"
-    << "  switch (task.body) {\n";
-  for (size_t k = 0; k < bodies.size(); ++k) {
-    s << "    case " << k << ":\n      return body_weights<" << bodies[k]
-      << ">(layout, task.tile);\n";
-  }
-  s << R"(  }
-  return {nullptr, 0};
-}
-
-// Asks L2 for the weights of the queue's tasks from *ahead on, while the bytes asked for and not
-// yet used (*window) stay under p.prefetch_bytes: one prefetch per 128-byte line, spread over
-// the block. A prefetch is a hint and orders nothing, which is why only weights (no task's
-// output) are fetched ahead, and why it may run before the region waits for anything.
-__device__ void prefetch_ahead(const mk::Params& p, int last, int& ahead, long long& window) {
-  while (ahead < last && window < p.prefetch_bytes) {
-    const megacut::tiles::ByteSpan w = task_weights(p, p.tasks[ahead]);
-    const char* first = static_cast<const char*>(w.p);
-    for (long long offset = threadIdx.x * 128ll; offset < w.bytes; offset += blockDim.x * 128ll) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(first + offset));
-    }
-    window += w.bytes;
-    ++ahead;
-  }
-}
-
-}  // namespace megacut_region
-
-// One CTA per queue. The block's threads wait for the task's dependencies together, thread t
-// for dependencies t, t + blockDim.x, ... (one round of acquire loads per blockDim.x of them);
-// barrier 0 passes what each saw on to the whole block and releases it; every thread enters the
-// body (threads past its kThreads return at once; the body syncs on the named barrier of its
-// width, tiles/common.cuh); barrier 0 again; thread 0 publishes the task's counter with a release
-// store. With a prefetch budget (Params::prefetch_bytes), before a task waits its CTA asks L2
-// for the weights of the tasks ahead of it in its queue (prefetch_ahead), so that the weight
-// stream may run on while the queue waits and syncs.
-// The block is as wide as the widest body, and the launch bounds follow it: a 256-thread region
-// may take up to 255 registers per thread.
-extern "C" __global__ void __launch_bounds__(megacut_region::kBlockThreads, 1)
-    megacut_region_kernel(const megacut::executor::mk::Params p) {
-  using namespace megacut_region;
-  extern __shared__ __align__(128) char smem[];
-  __shared__ unsigned long long run_index;
-#ifdef MEGACUT_MK_TIMING
-  if (threadIdx.x == 0 && p.timings != nullptr) p.cta_entry_ns[blockIdx.x] = globaltimer();
-#endif
-  const int first = p.queue_begin[blockIdx.x], last = p.queue_begin[blockIdx.x + 1];
-  // The queue's tasks before `ahead` have had their weights asked of L2, `window` bytes of them
-  // for tasks not yet run.
-  int ahead = first;
-  long long window = 0;
-  prefetch_ahead(p, last, ahead, window);
-  // Launched with Programmatic Dependent Launch, the region may start before the kernels it
-  // reads have finished: wait for them (weights, above, are no kernel's output).
-  wait_for_prior_grids();
-  // Launches of a region never overlap (stream order, and the wait above), so launch n's CTAs
-  // all arrive after launch n - 1's and before launch n + 1's: each finds n * gridDim.x or more
-  // arrivals before its own, and fewer than (n + 1) * gridDim.x. Runs count from 1.
-  if (threadIdx.x == 0) run_index = atomicAdd(p.arrivals, 1ull) / gridDim.x + 1;
-  __syncthreads();
-  const unsigned long long run = run_index;
-  for (int i = first; i < last; ++i) {
-    const mk::Task task = p.tasks[i];
-    prefetch_ahead(p, last, ahead, window);
-    bool ok = true;
-    for (int d = task.dep_begin + static_cast<int>(threadIdx.x); ok && d < task.dep_end;
-         d += static_cast<int>(blockDim.x)) {
-      ok = wait_dep(p, task.index, p.deps[d], run);
-    }
-    if (!__syncthreads_and(ok)) return;
-#ifdef MEGACUT_MK_TIMING
-    if (threadIdx.x == 0 && p.timings != nullptr) p.timings[task.index].start_ns = globaltimer();
-#endif
+  __device__ static megacut::tiles::StreamPlan stream(const mk::Params& p, const mk::Task& task) {
     const char* layout = p.layouts + task.layout_offset;
     switch (task.body) {
 )";
-  for (size_t k = 0; k < bodies.size(); ++k) {
-    s << "      case " << k << ": {\n        using Body = " << bodies[k] << ";\n"
-      << "        const Body::Layout l = *reinterpret_cast<const Body::Layout*>(layout);\n"
-      << "        Body::run(l, task.tile, smem);\n        break;\n      }\n";
-  }
+  cases("return mk::body_stream<BODY>(layout, task.tile, p.layouts + task.map_offset);");
   s << R"(    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-#ifdef MEGACUT_MK_TIMING
-      if (p.timings != nullptr) {
-        p.timings[task.index].end_ns = globaltimer();
-        p.timings[task.index].sm = smid();
-        p.timings[task.index].block = blockIdx.x;
-      }
-#endif
-      __threadfence();
-      signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
-    }
-    if (i < ahead) window -= task_weights(p, task).bytes;
+    return {};
   }
-  // The next kernel may launch once every CTA is past its queue (with Programmatic Dependent
-  // Launch; it still waits for this grid to finish before it reads anything).
-  allow_dependent_launch();
+
+  __device__ static void run(const mk::Params& p, const mk::Task& task, char* smem,
+                             megacut::tiles::StreamCursor& weights) {
+    const char* layout = p.layouts + task.layout_offset;
+    switch (task.body) {
+)";
+  cases("mk::body_run<BODY>(layout, task.tile, smem, weights);\n        break;");
+  s << R"(    }
+  }
+};
+
+}  // namespace megacut_region
+
+// The block is the consumers (as wide as the widest body) and, with streamed bodies, the
+// producer's warpgroup; the launch bounds follow it (and set the registers every warp starts
+// with, which run_region then moves from the producer's warpgroup to the consumers').
+extern "C" __global__ void __launch_bounds__(megacut_region::Region::kBlockThreads, 1)
+    megacut_region_kernel(const megacut::executor::mk::Params p) {
+  megacut::executor::mk::run_region<megacut_region::Region>(p);
 }
 )";
   return s.str();
@@ -294,9 +182,11 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   // NVRTC's defaults (-fmad=true, IEEE division and square root, no flush to zero) match.
   // -lineinfo maps the binary back to source lines for compute-sanitizer and Nsight Compute;
   // it changes no instruction.
-  const std::vector<std::string> options = {"--gpu-architecture=sm_" + std::to_string(arch),
-                                            "-std=c++20", "-lineinfo", "-I" + root,
-                                            "-I" + cuda_include};
+  // sm_90a on Hopper: its register reallocation (setmaxnreg) lets the consumers of a region with
+  // a producer warpgroup keep 240 registers.
+  const std::string target = "sm_" + std::to_string(arch) + (arch == 90 ? "a" : "");
+  const std::vector<std::string> options = {"--gpu-architecture=" + target, "-std=c++20",
+                                            "-lineinfo", "-I" + root, "-I" + cuda_include};
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   uint64_t h = 0xcbf29ce484222325ull;

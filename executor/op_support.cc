@@ -328,7 +328,7 @@ LinearShape linear_shape(const Op& op) {
   LinearShape s;
   s.cols = static_cast<int>(t.tile_cols);
   s.mma = t.tile_rows == 128;
-  s.m_tiles = s.mma ? 0 : t.tile_rows <= 16 ? 1 : t.tile_rows <= 32 ? 2 : 4;
+  s.n8 = s.mma ? 0 : t.tile_rows <= 8 ? 1 : t.tile_rows <= 16 ? 2 : t.tile_rows <= 32 ? 4 : 8;
   return s;
 }
 
@@ -376,7 +376,7 @@ std::string tile_body_name(const Graph& graph, int op) {
     const LinearShape s = linear_shape(o);
     const std::string out = kind == "linear" ? "__nv_bfloat16" : "float";
     if (s.mma) return ns + "LinearMmaTile<" + str(s.cols) + ", " + out + ">";
-    return ns + "LinearGemvTile<" + str(s.cols) + ", " + str(s.m_tiles) + ", " + out + ">";
+    return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", " + out + ">";
   }
   if (kind == "attention") {
     const AttentionShape s = attention_shape(o);

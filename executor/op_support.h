@@ -21,9 +21,9 @@ Support can_implement(const model::Graph& graph, int op);
 
 // Which body instantiation runs a linear, lm-head or step-head op.
 struct LinearShape {
-  bool mma = false;  // tensor-core GEMM (tile_rows == 128), else the few-rows body
+  bool mma = false;  // tensor-core GEMM (tile_rows == 128), else the weight-streaming body
   int cols = 0;      // tile width: 16, 32, 64 or 128
-  int m_tiles = 0;   // few-rows body: 16-row blocks covering tile_rows (1, 2 or 4)
+  int n8 = 0;        // weight-streaming body: 8-row blocks covering tile_rows (1, 2, 4 or 8)
 };
 LinearShape linear_shape(const model::Op& op);
 

@@ -144,7 +144,6 @@ nlohmann::json Measurement::to_json() const {
                         {"composition", composition},
                         {"provider", provider},
                         {"pdl", pdl},
-                        {"mk_prefetch_bytes", mk_prefetch_bytes},
                         {"task_timing", task_timing},
                         {"device", device},
                         {"warmup_runs", warmup},
@@ -397,7 +396,6 @@ struct ScenarioRunner::Impl {
       }
       RegionOptions mk;
       mk.timing = options.task_timing;
-      mk.prefetch_bytes = options.mk_prefetch_bytes;
       stage.launcher = std::make_unique<StageLauncher>(
           stage.graph, stage.buffers, regions, options.provider, context.get(), options.pdl, mk);
     }
@@ -500,7 +498,6 @@ Measurement ScenarioRunner::measure() {
   r.frames = m.scenario.frames;
   r.provider = std::string(provider_name(m.options.provider));
   r.pdl = m.options.pdl;
-  r.mk_prefetch_bytes = m.options.mk_prefetch_bytes;
   r.task_timing = m.options.task_timing;
   r.device = m.device_name;
   r.warmup = m.options.warmup;

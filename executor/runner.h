@@ -34,8 +34,6 @@ struct RunOptions {
   // Our kernels (tile kernels and megakernel regions) launched with
   // Programmatic Dependent Launch; cuBLASLt's never are.
   bool pdl = false;
-  // Every mk region's weight prefetch (RegionOptions::prefetch_bytes).
-  int64_t mk_prefetch_bytes = kDefaultPrefetchBytes;
   // mk regions compiled with per-task timing records (mk_regions, read_timings); this adds
   // stores to every task, so a run measured with it is not the plain composition's.
   bool task_timing = false;
@@ -49,9 +47,8 @@ struct Measurement {
   int64_t frames = 0;  // TTS: frames of the first audio chunk
   std::string composition;
   std::string provider;
-  bool pdl = false;               // RunOptions::pdl
-  int64_t mk_prefetch_bytes = 0;  // RunOptions::mk_prefetch_bytes
-  bool task_timing = false;       // RunOptions::task_timing
+  bool pdl = false;          // RunOptions::pdl
+  bool task_timing = false;  // RunOptions::task_timing
   std::string device;
   int warmup = 0;
   // ms: prefill through the first token; a TTS pipeline's every stage run through the first

@@ -2,7 +2,7 @@
 // shape. The conventional kernels launch the body it names; megakernel regions describe it.
 //
 //   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
-//     ...  // Body is e.g. tiles::LinearGemvTile<16, 1, bf16>
+//     ...  // Body is e.g. tiles::LinearStreamTile<16, 1, bf16>
 //   });
 #pragma once
 
@@ -27,14 +27,15 @@ decltype(auto) call(Visit& visit, const typename Body::Layout& layout) {
 template <typename OutT, class Visit>
 decltype(auto) linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, Visit& visit) {
   using namespace tiles;
-  auto gemv = [&]<int kCols>() -> decltype(auto) {
-    if (s.m_tiles == 1) return call<LinearGemvTile<kCols, 1, OutT>>(visit, l);
-    if (s.m_tiles == 2) return call<LinearGemvTile<kCols, 2, OutT>>(visit, l);
-    return call<LinearGemvTile<kCols, 4, OutT>>(visit, l);
+  auto stream = [&]<int kCols>() -> decltype(auto) {
+    if (s.n8 == 1) return call<LinearStreamTile<kCols, 1, OutT>>(visit, l);
+    if (s.n8 == 2) return call<LinearStreamTile<kCols, 2, OutT>>(visit, l);
+    if (s.n8 == 4) return call<LinearStreamTile<kCols, 4, OutT>>(visit, l);
+    return call<LinearStreamTile<kCols, 8, OutT>>(visit, l);
   };
   auto body = [&]<int kCols>() -> decltype(auto) {
     if (s.mma) return call<LinearMmaTile<kCols, OutT>>(visit, l);
-    return gemv.template operator()<kCols>();
+    return stream.template operator()<kCols>();
   };
   switch (s.cols) {
     case 16:

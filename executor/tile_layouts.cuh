@@ -16,7 +16,6 @@
 #include "executor/tiles/embedding.cuh"
 #include "executor/tiles/kv_append.cuh"
 #include "executor/tiles/linear.cuh"
-#include "executor/tiles/lm_head.cuh"
 #include "executor/tiles/qk_norm.cuh"
 #include "executor/tiles/residual_add.cuh"
 #include "executor/tiles/rmsnorm.cuh"

@@ -43,11 +43,7 @@ constexpr int kTickReads = 1 << 16;
 
 using u64 = unsigned long long;
 
-__device__ __forceinline__ u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using tiles::globaltimer_ns;
 
 struct ChainLayout {
   u64* value;     // (1,) the word every link increments: each depends on the one before
@@ -60,14 +56,14 @@ struct ChainLayout {
 // both instructions do nothing.
 __global__ void chain_kernel(ChainLayout l, int index) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const u64 entry = globaltimer();
+  const u64 entry = globaltimer_ns();
   asm volatile("griddepcontrol.launch_dependents;");
   if (threadIdx.x == 0) {
     *l.value += 1;
     l.entry_ns[index] = entry;
   }
   __syncthreads();
-  if (threadIdx.x == 0) l.exit_ns[index] = globaltimer();
+  if (threadIdx.x == 0) l.exit_ns[index] = globaltimer_ns();
 }
 
 // One node of the launch sweep's chains: each increments the word the one before incremented.
@@ -77,9 +73,9 @@ __global__ void sweep_kernel(u64* value) {
 
 // The smallest step %globaltimer takes on this device.
 __global__ void timer_tick_kernel(u64* tick_ns) {
-  u64 best = ~0ull, previous = globaltimer();
+  u64 best = ~0ull, previous = globaltimer_ns();
   for (int i = 0; i < kTickReads; ++i) {
-    const u64 now = globaltimer();
+    const u64 now = globaltimer_ns();
     if (now != previous) best = min(best, now - previous);
     previous = now;
   }
@@ -95,18 +91,18 @@ struct RegionLayout {
 
 // A trivial persistent region: each CTA runs kRegionTasks empty tasks, back to back.
 __global__ void __launch_bounds__(kRegionThreads) region_kernel(RegionLayout l) {
-  const u64 entry = globaltimer();
+  const u64 entry = globaltimer_ns();
   float value = static_cast<float>(threadIdx.x);
   for (int task = 0; task < kRegionTasks; ++task) {
     __syncthreads();
-    if (task == 0 && threadIdx.x == 0) l.first_task_ns[blockIdx.x] = globaltimer();
+    if (task == 0 && threadIdx.x == 0) l.first_task_ns[blockIdx.x] = globaltimer_ns();
     value = value * 1.0001f + 1.f;
     l.sink[blockIdx.x * kRegionThreads + threadIdx.x] = value;
     __syncthreads();
   }
   if (threadIdx.x == 0) {
     l.entry_ns[blockIdx.x] = entry;
-    l.last_end_ns[blockIdx.x] = globaltimer();
+    l.last_end_ns[blockIdx.x] = globaltimer_ns();
   }
 }
 
@@ -129,7 +125,7 @@ __global__ void pingpong_kernel(PingPongLayout l) {
   const bool ping = blockIdx.x == 0;
   uint64_t n = 0;
   for (int batch = 0; batch < kPingPongBatches; ++batch) {
-    const u64 start = globaltimer();
+    const u64 start = globaltimer_ns();
     for (int i = 0; i < kRoundTripsPerBatch; ++i, ++n) {
       if (ping) {
         executor::signal_counter(l.counter, 2 * n + 1);
@@ -145,7 +141,7 @@ __global__ void pingpong_kernel(PingPongLayout l) {
         executor::signal_counter(l.counter, 2 * n + 2);
       }
     }
-    if (ping) l.batch_ns[batch] = globaltimer() - start;
+    if (ping) l.batch_ns[batch] = globaltimer_ns() - start;
   }
 }
 
@@ -163,12 +159,12 @@ __global__ void __launch_bounds__(kDependencyCheckThreads)
   int missing = 0;
   for (int batch = 0; batch < kDependencyCheckBatches; ++batch) {
     __syncthreads();
-    const u64 start = globaltimer();
+    const u64 start = globaltimer_ns();
     for (int r = 0; r < kDependencyCheckRounds; ++r) {
       const uint64_t* counter = l.counters + r * kDependencyCheckThreads + threadIdx.x;
       missing += __syncthreads_and(executor::load_acquire(counter) >= 1) ? 0 : 1;
     }
-    if (threadIdx.x == 0) l.batch_ns[batch] = globaltimer() - start;
+    if (threadIdx.x == 0) l.batch_ns[batch] = globaltimer_ns() - start;
   }
   if (threadIdx.x == 0) *l.missing = missing;
 }

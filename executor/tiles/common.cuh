@@ -35,6 +35,14 @@ __device__ __forceinline__ void tile_sync() {
   asm volatile("bar.sync %0, %1;" ::"n"(kTileBarrier<N>), "n"(N) : "memory");
 }
 
+// The device's nanosecond clock (%globaltimer): the same on every SM, for timing records and
+// for bounding waits in time.
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // A half-open box [row_begin, row_end) x [col_begin, col_end) of an op's output.
 struct TileBox {
   long long row_begin;

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "executor/megakernel_bodies.h"
 #include "executor/megakernel_codegen.h"
 #include "executor/megakernel_schedule.h"
+#include "executor/op_support.h"
 #include "executor/runner.h"
 #include "gpu_support.h"
 #include "model/config.h"
@@ -34,6 +36,7 @@
 #include "model/error.h"
 #include "model/random_composition.h"
 #include "model/schedule.h"
+#include "op_cases.h"
 
 namespace megacut::executor {
 namespace {
@@ -144,22 +147,28 @@ TEST(MegakernelCodegen, EveryBodyFitsA256ThreadBlock) {
 
 // Launched with Programmatic Dependent Launch, a region must wait for the kernel before it
 // before touching anything a kernel writes (its arrival count first, then the counters and its
-// bodies' buffers); only the weight prefetch, which reads the host's tables and weights, may run
+// bodies' buffers); only the producer warp, which reads the host's tables and weights, may run
 // before. Its launch bounds follow its block width.
 TEST(MegakernelCodegen, RegionKernelWaitsForPriorGridsFirst) {
   const model::Graph g = stage_graph("tiny-llama", 1, 16, "decode");
   const std::string source = region_kernel_source(region_body_names(g, 0, g.op_count()), false);
-  const size_t kernel = source.find("megacut_region_kernel(");
-  const size_t wait = source.find("wait_for_prior_grids();", kernel);
-  const size_t arrivals = source.find("p.arrivals", kernel);
-  ASSERT_NE(kernel, std::string::npos);
-  ASSERT_NE(wait, std::string::npos);
-  ASSERT_NE(arrivals, std::string::npos);
-  EXPECT_LT(wait, arrivals);
-  EXPECT_LT(wait, source.find("wait_dep(p", kernel));
-  EXPECT_LT(wait, source.find("Body::run(", kernel));
-  EXPECT_LT(source.find("prefetch_ahead(p", kernel), wait);
-  EXPECT_NE(source.find("__launch_bounds__(megacut_region::kBlockThreads, 1)"), std::string::npos);
+  EXPECT_NE(source.find("__launch_bounds__(megacut_region::Region::kBlockThreads, 1)"),
+            std::string::npos);
+  EXPECT_NE(source.find("mk::run_region<megacut_region::Region>(p)"), std::string::npos);
+  std::ifstream in(std::string(MEGACUT_SOURCE_DIR) + "/executor/megakernel_runtime.cuh");
+  const std::string runtime((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t tasks = runtime.find("__device__ __forceinline__ void run_tasks(");
+  const size_t region = runtime.find("__device__ void run_region(");
+  ASSERT_NE(tasks, std::string::npos);
+  ASSERT_NE(region, std::string::npos);
+  const size_t wait = runtime.find("wait_for_prior_grids();", tasks);
+  ASSERT_LT(wait, region);
+  EXPECT_LT(wait, runtime.find("p.arrivals", tasks));
+  EXPECT_LT(wait, runtime.find("wait_dep(p", tasks));
+  EXPECT_LT(wait, runtime.find("Region::run(", tasks));
+  // The producer streams from the region's start; the consumers run the tasks.
+  EXPECT_NE(runtime.find("produce_queue<Region>(", region), std::string::npos);
+  EXPECT_NE(runtime.find("run_tasks<Region>(", region), std::string::npos);
 }
 
 // ---- GPU ----------------------------------------------------------------------------------
@@ -302,6 +311,66 @@ TEST(MegakernelGpu, RandomLlama1bCompositionsMatchConventional) {
   check_compositions(cases, 10, 1, 5);  // 20 compositions
 }
 
+// Each mk region of random Llama-3.2-1B compositions alone, the rest of the model conventional,
+// three runs each: a region that breaks bitwise equality shows by its ops, and a race by a
+// result that moves from run to run.
+TEST(MegakernelGpu, Llama1bRegionsAloneMatchConventional) {
+  MEGACUT_REQUIRE_GPU();
+  const ModelCase c = model_case("llama-3.2-1b", 1, 16);
+  std::mt19937 rng(5);
+  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
+  for (int i = 0; i < 10; ++i) {
+    const model::Composition comp = random_composition(c, rng);
+    for (size_t s = 0; s < comp.stages.size(); ++s) {
+      const int ops = c.graphs[s].op_count();
+      for (const model::Region& r : comp.stages[s].regions) {
+        if (r.kind != model::RegionKind::mk) continue;
+        model::Composition alone;
+        for (size_t t = 0; t < comp.stages.size(); ++t) {
+          std::vector<model::Region> regions;
+          if (t != s) {
+            regions.push_back({model::RegionKind::conv, 0, c.graphs[t].op_count()});
+          } else {
+            if (r.begin > 0) regions.push_back({model::RegionKind::conv, 0, r.begin});
+            regions.push_back(r);
+            if (r.end < ops) regions.push_back({model::RegionKind::conv, r.end, ops});
+          }
+          alone.stages.push_back({c.graphs[t].stage(), regions});
+        }
+        runs.emplace_back(&c, alone);
+      }
+    }
+  }
+  precompile(runs);
+  const HostWeights weights = HostWeights::random(c.spec, 5);
+  RunOptions options;
+  ScenarioRunner runner(c.spec, c.scenario, weights, options);
+  runner.generate(1);
+  const std::vector<float> want_prefill = runner.prefill_logits();
+  const std::vector<float> want_decode = runner.decode_logits();
+  const int64_t vocab = c.spec.decoder.vocab_size;
+  int bitwise = 0;
+  for (const auto& [model_case, comp] : runs) {
+    runner.set_composition(comp);
+    for (int run = 0; run < 3; ++run) {
+      runner.generate(1);
+      const std::string what = comp.to_string() + ", run " + std::to_string(run);
+      const bool same =
+          expect_same_logits(runner.prefill_logits(), want_prefill, vocab, what + " (prefill)") &&
+          expect_same_logits(runner.decode_logits(), want_decode, vocab, what + " (decode)");
+      bitwise += same;
+      if (!same) {
+        std::printf("not bitwise: %s: prefill %.3g, decode %.3g\n", what.c_str(),
+                    rel_l2(runner.prefill_logits(), want_prefill, 0, vocab),
+                    rel_l2(runner.decode_logits(), want_decode, 0, vocab));
+      }
+    }
+  }
+  std::printf("%d of %zu runs of single regions bitwise equal to all-conventional\n", bitwise,
+              3 * runs.size());
+  EXPECT_EQ(bitwise, static_cast<int>(3 * runs.size()));
+}
+
 TEST(MegakernelGpu, GraphReplaysStayCorrectWithoutCounterReset) {
   MEGACUT_REQUIRE_GPU();
   const ModelCase c = model_case("tiny-qwen3", 8, 16);
@@ -357,6 +426,82 @@ struct ZeroBuffers {
   }
 };
 
+// Op `op`'s inputs and weights random (bf16), every other buffer of the stage zeroed; the
+// output `out` is poisoned.
+struct OpBuffers : ZeroBuffers {
+  OpBuffers(const model::Graph& g, int op, uint64_t seed) : ZeroBuffers(g) {
+    const model::Op& o = g.op(op);
+    for (int id : o.inputs) {
+      const std::vector<float> v = testing::random_bf16(seed + id, g.tensor(id).elements());
+      fill(buffers.tensors[id], v);
+    }
+    int64_t weights = 0;
+    for (int w : o.weights) weights += g.tensor(w).elements();
+    fill(buffers.op_weights[op], testing::random_bf16(seed + 99, weights));
+  }
+  static void fill(const void* device, const std::vector<float>& values) {
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) bits[i] = testing::to_bf16(values[i]);
+    CUDA_CHECK(cudaMemcpy(const_cast<void*>(device), bits.data(), bits.size() * 2,
+                          cudaMemcpyHostToDevice));
+  }
+};
+
+// A weight-streaming linear run as a region of few CTAs (each streams many tiles, its ring
+// wrapping round many times) gives the bits of its conventional kernel (one CTA per SM): 1 to 64
+// rows, tile widths 16 and 64, edge tiles cut short (777 and 1001 columns), K from a part of one
+// stage (72) to sixteen stages (8192).
+TEST(MegakernelGpu, StreamedLinearsMatchTheirKernelOnAnyGrid) {
+  MEGACUT_REQUIRE_GPU();
+  struct Case {
+    const char* model;
+    int64_t batch;
+    const char* op;
+    int64_t seq_len = 1;  // decode; more: the prefill head of the sequences' last rows
+  };
+  int checked = 0;
+  for (const Case& c :
+       {Case{"odd", 1, "layers.0.attn.qkv"}, Case{"odd", 3, "lm_head"},
+        Case{"odd", 64, "layers.0.mlp.down"}, Case{"oddqwen", 9, "lm_head"},
+        Case{"llama1b", 1, "layers.0.mlp.down"}, Case{"llama1b", 8, "lm_head"},
+        Case{"llama1b", 1, "lm_head", 16}, Case{"llama1b", 32, "layers.0.mlp.gate_up"},
+        Case{"qwen06b", 16, "layers.0.attn.qkv"}}) {
+    const model::Graph g =
+        testing::build_stage(c.model, c.seq_len, c.seq_len == 1 ? 20 : 0, c.batch);
+    int op = -1;
+    for (const model::Op& o : g.ops()) op = o.name == c.op ? o.index : op;
+    ASSERT_GE(op, 0) << c.op;
+    const std::string what = std::string(c.model) + " batch " + std::to_string(c.batch) + " " +
+                             c.op + " (" + tile_body_name(g, op) + ")";
+    ASSERT_NE(tile_body_name(g, op).find("LinearStreamTile"), std::string::npos) << what;
+    OpBuffers b(g, op, 17);
+    const int out = g.op(op).output;
+    const size_t bytes = static_cast<size_t>(g.tensor(out).bytes());
+    testing::DeviceBuffer conventional(bytes), region_out(bytes);
+    b.buffers.tensors[out] = conventional.get();
+    launch_op(g, op, b.buffers, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto want = testing::download<uint8_t>(conventional, bytes);
+    for (int ctas : {1, 3, 17, 0}) {  // 0: one CTA per SM
+      b.buffers.tensors[out] = region_out.get();
+      RegionOptions options;
+      options.max_ctas = ctas;
+      MegakernelRegion region(g, op, op + 1, b.buffers, options);
+      EXPECT_GE(region.config().ring_slots, 2) << what;
+      for (int launch = 0; launch < 3; ++launch) {  // a race would move the result
+        region_out.poison();
+        region.launch(nullptr);
+        region.check(nullptr);
+        EXPECT_TRUE(testing::download<uint8_t>(region_out, bytes) == want)
+            << what << " on " << region.config().grid << " CTAs, launch " << launch
+            << ", differs from its kernel";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 9 * 4);
+}
+
 TEST(MegakernelGpu, PlantedHangEndsInWatchdogError) {
   MEGACUT_REQUIRE_GPU();
   const model::Graph g = stage_graph("tiny-llama", 8, 16, "prefill");
@@ -365,7 +510,7 @@ TEST(MegakernelGpu, PlantedHangEndsInWatchdogError) {
       waits_on_later_in_own_queue(make_task_table(g, model::make_schedule(g, 1, 6, 3)));
   RegionOptions options;
   options.region_id = 7;
-  options.watchdog_polls = 4096;
+  options.watchdog_ns = 2'000'000;
   EXPECT_THROW(MegakernelRegion(g, bad, zero.buffers, options), Error);  // the host check
 
   MegakernelRegion region(g, bad, zero.buffers, options, /*verify=*/false);

@@ -29,16 +29,22 @@ TEST(Nvrtc, CompilesEveryTileBodyTheModelsUse) {
     }
   }
   std::string source;
-  for (const char* header : {"argmax", "attention", "audio_elementwise", "codebook_sum", "conv",
-                             "embedding", "kv_append", "linear", "lm_head", "qk_norm",
-                             "residual_add", "rmsnorm", "rope", "silu_mul"}) {
+  for (const char* header :
+       {"argmax", "attention", "audio_elementwise", "codebook_sum", "conv", "embedding",
+        "kv_append", "linear", "qk_norm", "residual_add", "rmsnorm", "rope", "silu_mul"}) {
     source += "#include \"executor/tiles/" + std::string(header) + ".cuh\"\n";
   }
+  // A streamed body's run also takes the CTA's weight cursor.
+  source +=
+      "template <class B>\n__device__ void run_one(const typename B::Layout& l, char* smem) {\n"
+      "  if constexpr (megacut::tiles::StreamedBody<B>) {\n"
+      "    megacut::tiles::StreamCursor c{};\n    B::run(l, blockIdx.x, smem, c);\n"
+      "  } else {\n    B::run(l, blockIdx.x, smem);\n  }\n}\n";
   int k = 0;
   for (const std::string& body : bodies) {
     source += "extern \"C\" __global__ void task" + std::to_string(k++) + "(" + body +
-              "::Layout l) {\n  extern __shared__ char smem[];\n  " + body +
-              "::run(l, blockIdx.x, smem);\n}\n";
+              "::Layout l) {\n  extern __shared__ char smem[];\n  run_one<" + body +
+              ">(l, smem);\n}\n";
   }
   nvrtcProgram program;
   ASSERT_EQ(nvrtcCreateProgram(&program, source.c_str(), "region.cu", 0, nullptr, nullptr),

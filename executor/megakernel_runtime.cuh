@@ -1,0 +1,266 @@
+// The persistent megakernel runtime, device side: what every generated region kernel runs
+// (executor/megakernel_codegen.cc writes the kernel, which names its bodies in a `Region` struct
+// and calls run_region<Region>). Compiled by NVRTC only.
+//
+// One CTA per queue. Its first kConsumerThreads threads run the queue's tasks: they wait for a
+// task's dependencies together (thread t for dependencies t, t + kConsumerThreads, ...: one
+// round of acquire loads per kConsumerThreads of them), meet at the runtime's barrier, run the
+// body (threads past its kThreads skip it; the body syncs on the named barrier of its width,
+// tiles/common.cuh), meet again, and thread 0 publishes the task's counter with a release store.
+// Where the region has streamed bodies, one more warp, the producer, walks the same queue and
+// fills the CTA's weight ring (tiles/stream.cuh) with the weights of the tasks ahead, from the
+// region's first instruction on: weights are no kernel's output, so neither the kernels before
+// the region nor the task's dependencies hold them back. Every wait is bounded in time
+// (Params::watchdog_ns): a region that cannot make progress records where it hung and exits.
+#pragma once
+
+#include "executor/counters.cuh"
+#include "executor/grid_dependency.cuh"
+#include "executor/megakernel_abi.cuh"
+#include "executor/tiles/stream.cuh"
+
+namespace megacut::executor::mk {
+
+// With streamed bodies the block is three warpgroups: two of consumers and the producer's, of
+// which one thread streams. An SM's registers are four files, each holding one warp of each
+// warpgroup, so a block of 12 warps starts at 168 registers a thread; the producer's warpgroup
+// then gives back what it does not need and the consumers take it. setmaxnreg.inc takes only
+// what a dec of the same CTA gave back (2 * 224 + 56 = 3 * 168): asking for more would wait
+// forever. setmaxnreg is an sm_90a instruction; elsewhere every warp keeps 168.
+inline constexpr int kProducerRegisters = 56;
+inline constexpr int kConsumerRegisters = 224;
+
+template <int kRegisters, bool kIncrease>
+__device__ __forceinline__ void set_register_count() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (kIncrease) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters));
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters));
+  }
+#endif
+}
+
+// The runtime's barrier over the consumer threads: id 15, above the bodies' (tiles/common.cuh).
+inline constexpr int kRuntimeBarrier = 15;
+
+template <int kThreads>
+__device__ __forceinline__ void consumer_sync() {
+  asm volatile("bar.sync %0, %1;" ::"n"(kRuntimeBarrier), "n"(kThreads) : "memory");
+}
+
+// True on every consumer thread when `ok` holds on every one.
+template <int kThreads>
+__device__ __forceinline__ bool consumer_sync_and(bool ok) {
+  unsigned all;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.and.pred q, %2, %3, p;\n"
+      " selp.u32 %0, 1, 0, q;\n}"
+      : "=r"(all)
+      : "r"(static_cast<unsigned>(ok)), "n"(kRuntimeBarrier), "n"(kThreads)
+      : "memory");
+  return all != 0;
+}
+
+__device__ __forceinline__ unsigned int smid() {
+  unsigned int id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ __forceinline__ bool region_failed(const Params& p) {
+  return *reinterpret_cast<volatile const unsigned int*>(&p.error->flag) != 0u;
+}
+
+// Records the first give-up of the launch: which task waited for which counter.
+__device__ __forceinline__ void record_hang(const Params& p, int task, int counter,
+                                            unsigned long long target, unsigned long long seen) {
+  if (atomicCAS(&p.error->flag, 0u, 1u) == 0u) {
+    p.error->region = p.region;
+    p.error->sm = static_cast<int>(smid());
+    p.error->block = static_cast<int>(blockIdx.x);
+    p.error->task = task;
+    p.error->counter = counter;
+    p.error->target = target;
+    p.error->seen = seen;
+    __threadfence();
+  }
+}
+
+// wait_counter's polls and back-off (executor/counters.cuh) for one dependency, bounded by
+// watchdog_ns of waiting, with a look at the error word between sleeps so that one hung wait
+// stops the whole region at once.
+__device__ __forceinline__ bool wait_dep(const Params& p, int task, int dep,
+                                         unsigned long long run) {
+  const uint64_t* counter = reinterpret_cast<const uint64_t*>(p.counters + dep);
+  if (load_acquire(counter) >= run) return true;
+  const unsigned long long start = tiles::globaltimer_ns();
+  unsigned backoff_ns = kBackoffMinNs;
+  unsigned long long value = 0;
+  for (int poll = 1;; ++poll) {
+    value = load_acquire(counter);
+    if (value >= run) return true;
+    if (poll >= kSpinPolls) {
+      if (region_failed(p)) return false;
+      if (tiles::globaltimer_ns() - start > p.watchdog_ns) break;
+      __nanosleep(backoff_ns);
+      backoff_ns = min(2 * backoff_ns, kBackoffMaxNs);
+    }
+  }
+  record_hang(p, task, dep, run, value);
+  return false;
+}
+
+// The producer (one thread): the queue's weight streams, in queue order. It stops early only once
+// the consumers did (`stopped`, set before they leave); either way it waits for its copies to land.
+template <class Region>
+__device__ __forceinline__ void produce_queue(const Params& p, const tiles::StreamRing& ring,
+                                              int first, int last, const volatile int& stopped) {
+  const unsigned long long policy = tiles::stream_cache_policy();
+  const unsigned long long limit = 4 * p.watchdog_ns;  // the consumers give up well before
+  auto give_up = [&](unsigned long long waited_ns) {
+    if (stopped) return true;
+    if (waited_ns > limit) __trap();  // a runtime defect: never hang
+    return false;
+  };
+  unsigned position = 0;
+  bool after_prior_grids = false;
+  for (int i = first; i < last; ++i) {
+    const tiles::StreamPlan plan = Region::stream(p, p.tasks[i]);
+    if (plan.stages == 0) continue;
+    if (plan.after_prior_grids && !after_prior_grids) {
+      wait_for_prior_grids();
+      after_prior_grids = true;
+    }
+    if (!tiles::produce_stream(ring, position, plan, policy, give_up)) break;
+  }
+  // Copies still in flight must land before the CTA can leave, whether or not its consumers
+  // take them.
+  tiles::drain_stream(ring, position,
+                      [&](unsigned long long waited_ns) { return waited_ns > limit; });
+}
+
+// The consumers' part of the region: the queue's tasks, in order.
+template <class Region>
+__device__ __forceinline__ void run_tasks(const Params& p, char* smem,
+                                          const tiles::StreamRing& ring, int first, int last,
+                                          unsigned long long& run_index, volatile int& stopped) {
+  constexpr int kConsumers = Region::kConsumerThreads;
+  // Launched with Programmatic Dependent Launch, the region may start while the kernels it
+  // reads still run: wait for them (the weight stream reads no kernel's output).
+  wait_for_prior_grids();
+  // Launches of a region never overlap (stream order, and the wait above), so launch n's CTAs
+  // all arrive after launch n - 1's and before launch n + 1's: each finds n * gridDim.x or more
+  // arrivals before its own, and fewer than (n + 1) * gridDim.x. Runs count from 1.
+  if (threadIdx.x == 0) run_index = atomicAdd(p.arrivals, 1ull) / gridDim.x + 1;
+  consumer_sync<kConsumers>();
+  const unsigned long long run = run_index;
+  tiles::StreamCursor weights{ring, 0, 4 * p.watchdog_ns};
+  for (int i = first; i < last; ++i) {
+    const Task task = p.tasks[i];
+    bool ok = true;
+    for (int d = task.dep_begin + static_cast<int>(threadIdx.x); ok && d < task.dep_end;
+         d += kConsumers) {
+      ok = wait_dep(p, task.index, p.deps[d], run);
+    }
+    if (!consumer_sync_and<kConsumers>(ok)) {
+      if (threadIdx.x == 0) stopped = 1;
+      return;
+    }
+#ifdef MEGACUT_MK_TIMING
+    if (threadIdx.x == 0 && p.timings != nullptr) {
+      p.timings[task.index].start_ns = tiles::globaltimer_ns();
+    }
+#endif
+    Region::run(p, task, smem, weights);
+    consumer_sync<kConsumers>();
+    if (threadIdx.x == 0) {
+#ifdef MEGACUT_MK_TIMING
+      if (p.timings != nullptr) {
+        p.timings[task.index].end_ns = tiles::globaltimer_ns();
+        p.timings[task.index].sm = smid();
+        p.timings[task.index].block = blockIdx.x;
+      }
+#endif
+      __threadfence();
+      signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
+    }
+  }
+  // The next kernel may launch once every CTA is past its queue (with Programmatic Dependent
+  // Launch; it still waits for this grid to finish before it reads anything).
+  allow_dependent_launch();
+}
+
+// The region: `Region` names its bodies (kConsumerThreads, kStreams, stream, run), p the tables.
+template <class Region>
+__device__ void run_region(const Params& p) {
+  extern __shared__ __align__(128) char smem[];
+  __shared__ unsigned long long run_index;
+  __shared__ int stopped;
+  __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
+  const tiles::StreamRing ring{smem + p.ring_offset, full, empty, p.ring_slots};
+#ifdef MEGACUT_MK_TIMING
+  if (threadIdx.x == 0 && p.timings != nullptr)
+    p.cta_entry_ns[blockIdx.x] = tiles::globaltimer_ns();
+#endif
+  const int first = p.queue_begin[blockIdx.x], last = p.queue_begin[blockIdx.x + 1];
+  if constexpr (Region::kStreams) {
+    if (threadIdx.x == 0) {
+      stopped = 0;
+      tiles::init_stream_ring(ring);
+    }
+    __syncthreads();
+    if (threadIdx.x >= Region::kConsumerThreads) {
+      // The producer's warpgroup gives its registers to the consumers'; its first thread streams.
+      set_register_count<kProducerRegisters, false>();
+      if (threadIdx.x == Region::kConsumerThreads) {
+        produce_queue<Region>(p, ring, first, last, stopped);
+      }
+    } else {
+      set_register_count<kConsumerRegisters, true>();
+      run_tasks<Region>(p, smem, ring, first, last, run_index, stopped);
+    }
+  } else {
+    run_tasks<Region>(p, smem, ring, first, last, run_index, stopped);
+  }
+}
+
+// A body's part of Region::stream and Region::run: streamed bodies take the CTA's weight
+// cursor; the others have nothing to stream.
+using tiles::StreamedBody;
+
+template <class Body>
+__device__ __forceinline__ tiles::StreamPlan body_stream(const char* layout, long long tile,
+                                                         const void* map) {
+  if constexpr (StreamedBody<Body>) {
+    return Body::stream(*reinterpret_cast<const typename Body::Layout*>(layout), tile, map);
+  } else {
+    return tiles::StreamPlan{};
+  }
+}
+
+template <class Body>
+__device__ __forceinline__ void body_run(const char* layout, long long tile, char* smem,
+                                         tiles::StreamCursor& weights) {
+  if (threadIdx.x >= Body::kThreads) return;
+  const typename Body::Layout l = *reinterpret_cast<const typename Body::Layout*>(layout);
+  if constexpr (StreamedBody<Body>) {
+    Body::run(l, tile, smem, weights);
+  } else {
+    Body::run(l, tile, smem);
+  }
+}
+
+template <class... Body>
+__host__ __device__ constexpr int max_threads() {
+  int n = 32;
+  ((n = Body::kThreads > n ? Body::kThreads : n), ...);
+  return n;
+}
+
+template <class... Body>
+__host__ __device__ constexpr bool any_streamed() {
+  return (StreamedBody<Body> || ...);
+}
+
+}  // namespace megacut::executor::mk

@@ -1,0 +1,51 @@
+#include "executor/tensor_map.h"
+
+#include <cstdint>
+
+#include "executor/driver_entry.h"
+#include "model/error.h"
+
+namespace megacut::executor {
+
+CUtensorMap encode_weight_map(const tiles::StreamMapShape& shape, const std::string& what) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = [] {
+    Encode fn = nullptr;
+    driver_entry("cuTensorMapEncodeTiled", fn);
+    return fn;
+  }();
+  const auto base = reinterpret_cast<uintptr_t>(shape.base);
+  if (base % 16 != 0 || shape.k % 8 != 0 || shape.k <= 0 || shape.rows <= 0) {
+    throw Error(what + ": the copy engine cannot stream a (" + std::to_string(shape.rows) + ", " +
+                std::to_string(shape.k) + ") bf16 matrix at " + std::to_string(base) +
+                ": base and rows must be 16-byte aligned");
+  }
+  if (shape.box_k <= 0 || shape.box_k > 256 || shape.box_k % 8 != 0 || shape.box_rows <= 0 ||
+      shape.box_rows > 256) {
+    throw Error(what + ": a box of " + std::to_string(shape.box_rows) + " rows by " +
+                std::to_string(shape.box_k) + " elements is beyond the copy engine's 256");
+  }
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(shape.k),
+                              static_cast<cuuint64_t>(shape.rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(shape.k) * 2};  // bytes, of dim 1
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(shape.box_k),
+                             static_cast<cuuint32_t>(shape.box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                            const_cast<void*>(shape.base), dims, strides, box, element_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw Error(what + ": cuTensorMapEncodeTiled failed (error " + std::to_string(r) + ") for a (" +
+                std::to_string(shape.rows) + ", " + std::to_string(shape.k) +
+                ") bf16 matrix in boxes of (" + std::to_string(shape.box_rows) + ", " +
+                std::to_string(shape.box_k) + ")");
+  }
+  return map;
+}
+
+}  // namespace megacut::executor

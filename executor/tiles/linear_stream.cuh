@@ -1,0 +1,163 @@
+// linear, few rows (decode: tile_rows <= 64): y[R, C] = x[R, K] W[C, K]^T for one tile, bound by
+// reading the tile's C weight rows once. The weights come through the CTA's weight stream
+// (tiles/stream.cuh): stage s holds k [s * kStageK, (s + 1) * kStageK) of the tile's C rows,
+// zero past the matrix's edges, so the body never waits on device memory for them once the
+// producer is ahead; only x, an activation, is loaded by the body itself, from L2, kAhead stages
+// before its use so that its latency hides behind the stages between.
+//
+// The products run on tensor cores with the weights as the M side (m16n8k16: 16 weight rows by
+// 8 rows of x), so a batch of one wastes 7/8 of N but none of the weight stream. Each lane reads
+// 8 contiguous k of a weight row (16 bytes of the slot) and of an x row: the dot product over k
+// may visit k in any order as long as W and x agree, so those 8 serve as the lane's fragment
+// elements of two k16 steps (logical k 2q,2q+1 / 2q+8,2q+9 of step t = physical 8q+4t+0,1 /
+// 8q+4t+2,3). A stage is 16 units of (16 weight rows, 32 k) whatever the tile width; each of the
+// 8 warps takes two, the same two in every stage, and keeps its sums in registers. At the end the
+// warps of each 16-row block meet in shared memory and are summed in a fixed order: no atomics,
+// so a tile's result does not depend on which warp finishes first.
+#pragma once
+
+#include "executor/tiles/linear_layout.cuh"
+#include "executor/tiles/mma.cuh"
+#include "executor/tiles/stream.cuh"
+
+namespace megacut::tiles {
+
+// kCols: tile width (16, 32, 64, 128); kN8: 8-row blocks of x covering tile_rows (1, 2, 4, 8).
+template <int kCols, int kN8, typename OutT>
+struct LinearStreamTile {
+  using Layout = LinearLayout<OutT>;
+
+  static constexpr int kThreads = kStreamConsumerThreads;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kMBlocks = kCols / 16;                     // 16-row blocks of W
+  static constexpr int kStageK = kStreamSlotBytes / (2 * kCols);  // 512, 256, 128, 64
+  static constexpr int kBoxK = kStageK < 256 ? kStageK : 256;     // the copy engine's limit
+  static constexpr int kBoxes = kStageK / kBoxK;                  // (kCols, kBoxK) boxes a stage
+  static constexpr int kUnitsPerBlock = kStageK / 32;             // (16 rows, 32 k) units
+  static constexpr int kWarpsPerBlock = kWarps / kMBlocks;        // 8, 4, 2, 1
+  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count.
+  static constexpr int kAhead = kN8 == 1 ? 4 : kN8 <= 4 ? 2 : 1;
+  static_assert(kCols == 16 || kCols == 32 || kCols == 64 || kCols == 128, "tile width");
+  static_assert(kN8 == 1 || kN8 == 2 || kN8 == 4 || kN8 == 8, "row blocks");
+  static_assert(kMBlocks * kUnitsPerBlock == 2 * kWarps, "two units per warp per stage");
+
+  // Partial sums: (kWarpsPerBlock, rows, kCols), rows padded to kN8 * 8.
+  __host__ __device__ static int smem_bytes(const Layout&) {
+    return kWarpsPerBlock * kCols * kN8 * 8 * 4;
+  }
+
+  // The matrix the tiles' rows come from: the op's weights; for step-head every step's heads.
+  __host__ __device__ static StreamMapShape map_shape(const Layout& l) {
+    const long long rows = l.step != nullptr ? static_cast<long long>(l.steps) * l.n : l.n;
+    return {l.w, l.k, rows, kBoxK, kCols};
+  }
+
+  // The tile's weight rows, every k; step-head's follow the step, a stage input.
+  __device__ static StreamPlan stream(const Layout& l, long long tile, const void* map) {
+    const TileBox box = l.grid.box(tile);
+    const long long first = weight_rows(l) - l.w;  // elements: a step's heads
+    StreamPlan p{};
+    p.map = map;
+    p.row = static_cast<int>(first / l.k + box.col_begin);
+    p.box_k = kBoxK;
+    p.boxes = kBoxes;
+    p.stages = (l.k + kStageK - 1) / kStageK;
+    p.box_bytes = kBoxK * kCols * 2;
+    p.after_prior_grids = l.step != nullptr;
+    return p;
+  }
+
+  __device__ static void run(const Layout& l, long long tile, char* smem, StreamCursor& weights) {
+    const TileBox box = l.grid.box(tile);
+    float* partial = reinterpret_cast<float*>(smem);  // (kWarpsPerBlock, kN8 * 8, kCols)
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int block = warp / kWarpsPerBlock, wk = warp % kWarpsPerBlock;
+    const int g = lane / 4, q = lane % 4;
+    const int rows = box.rows(), cols = box.cols();
+    const int stages = (l.k + kStageK - 1) / kStageK;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+
+    float acc[kN8][4];
+#pragma unroll
+    for (int j = 0; j < kN8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+
+    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane.
+    auto load_x = [&](int s, uint4(&x)[2][kN8]) {
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
+#pragma unroll
+        for (int j = 0; j < kN8; ++j) {
+          const int r = j * 8 + g;
+          x[u][j] = k < l.k && r < rows
+                        ? *reinterpret_cast<const uint4*>(l.x + (box.row_begin + r) * l.k + k)
+                        : zero;
+        }
+      }
+    };
+    // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes.
+    auto unit_weights = [&](const char* stage, int u, uint4& wa, uint4& wb) {
+      const int k = (2 * wk + u) * 32 + q * 8;
+      const char* w =
+          stage + (k / kBoxK) * (kBoxK * kCols * 2) + ((block * 16 + g) * kBoxK + k % kBoxK) * 2;
+      wa = *reinterpret_cast<const uint4*>(w);
+      wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
+    };
+
+    uint4 x[kAhead][2][kN8];
+#pragma unroll
+    for (int d = 0; d < kAhead; ++d) {
+      if (d < stages) load_x(d, x[d]);
+    }
+    for (int s0 = 0; s0 < stages; s0 += kAhead) {
+#pragma unroll
+      for (int d = 0; d < kAhead; ++d) {
+        const int s = s0 + d;
+        if (s >= stages) break;
+        const char* stage = weights.wait();
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          uint4 wa, wb;
+          unit_weights(stage, u, wa, wb);
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            const unsigned a[4] = {word(wa, 2 * t), word(wb, 2 * t), word(wa, 2 * t + 1),
+                                   word(wb, 2 * t + 1)};
+#pragma unroll
+            for (int j = 0; j < kN8; ++j) {
+              const unsigned b[2] = {word(x[d][u][j], 2 * t), word(x[d][u][j], 2 * t + 1)};
+              mma_bf16(acc[j], a, b);
+            }
+          }
+        }
+        weights.release();
+        if (s + kAhead < stages) load_x(s + kAhead, x[d]);
+      }
+    }
+
+    // acc[j]: (weight row block * 16 + g (+8), x row j * 8 + 2q (+1)).
+#pragma unroll
+    for (int j = 0; j < kN8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = block * 16 + g + 8 * h;
+        const int r = j * 8 + 2 * q;
+        float* p = partial + (wk * kN8 * 8 + r) * kCols + c;
+        p[0] = acc[j][2 * h];
+        p[kCols] = acc[j][2 * h + 1];
+      }
+    tile_sync<kThreads>();
+    for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
+      const int r = i / cols, c = i % cols;
+      float sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < kWarpsPerBlock; ++k) sum += partial[(k * kN8 * 8 + r) * kCols + c];
+      store_out(l.y + (box.row_begin + r) * l.n + box.col_begin + c, sum);
+    }
+    tile_sync<kThreads>();  // shared memory is free again
+  }
+};
+
+}  // namespace megacut::tiles

@@ -1,0 +1,176 @@
+// The weight stream: a ring of shared-memory slots that one producer warp fills with the bytes a
+// CTA's coming tasks read and no task writes (weights), while the body's warps compute from the
+// slots already filled. Weights depend on no activation, so the producer runs ahead of the
+// consumers across tasks, through their dependency waits and the hops between ops, as far as the
+// ring reaches: the CTA's share of device bandwidth stays busy whatever its consumers wait for.
+//
+// A task's weights are a box of a weight matrix (the tile's rows, all of k), cut into stages of
+// one slot each: stage s holds k [s * boxes * box_k, (s + 1) * boxes * box_k) of the rows, as
+// `boxes` boxes of (rows, box_k) one after the other. The producer copies a stage with one
+// bulk tensor copy (cp.async.bulk.tensor) per box, through the matrix's tensor map, completing
+// on the slot's `full` mbarrier; the copy engine fills what lies past the matrix's edge (the last
+// rows of an edge tile, the end of k) with zeros. The body's warps wait on `full`, read, and each
+// arrives once on the slot's `empty` mbarrier, which frees the slot for the producer. Producer and
+// consumers walk the same tasks in the same order, so both count stages the same way: stage n of
+// the CTA's life is in slot n % slots, its (n / slots)-th use.
+//
+// Used by the conventional kernel of a streamed body (a persistent grid, executor/conventional.cu)
+// and by the megakernel runtime (executor/megakernel_runtime.cuh). Device code and plain structs:
+// compiles under NVRTC.
+#pragma once
+
+#include "executor/tiles/common.cuh"
+#include "executor/tiles/stream_shape.h"
+
+namespace megacut::tiles {
+
+// What a task streams: `stages` stages of `boxes` boxes each through the tensor map at `map`
+// (global or kernel-parameter memory), box b of stage s at coordinates (k = (s * boxes + b) *
+// box_k, row). box_bytes counts a whole box, zero fill included: what the copy engine delivers.
+// With after_prior_grids the row depends on a stage input (a code predictor's step), which the
+// producer reads only after the kernels before it are done.
+struct StreamPlan {
+  const void* map;
+  int row;
+  int box_k;
+  int boxes;
+  int stages;
+  int box_bytes;
+  int after_prior_grids;
+
+  __device__ int stage_bytes() const { return boxes * box_bytes; }
+};
+
+// A body that streams: its stream(layout, tile, map) says what a tile reads through the ring (map:
+// the tensor map of its map_shape(layout)), and its run(layout, tile, smem, cursor) takes the
+// stages in that order.
+template <class Body>
+concept StreamedBody = requires(const typename Body::Layout& l, long long tile, const void* map) {
+  Body::stream(l, tile, map);
+  Body::map_shape(l);
+};
+
+// Where a CTA's ring is: `slots` slots of kStreamSlotBytes from `data` (128-byte aligned), and
+// their barriers.
+struct StreamRing {
+  char* data;
+  unsigned long long* full;   // (slots): the producer's copies of a stage landed
+  unsigned long long* empty;  // (slots): every consumer warp is done with the slot
+  int slots;
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Thread 0 of the CTA, once, before a barrier over every thread that uses the ring.
+__device__ __forceinline__ void init_stream_ring(const StreamRing& ring) {
+  for (int s = 0; s < ring.slots; ++s) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(ring.full + s)));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(ring.empty + s)),
+                 "n"(kStreamConsumerWarps));
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+__device__ __forceinline__ bool mbarrier_try_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Waits for the phase of `bar` with this parity to complete; false once `give_up()` says so,
+// asked every few microseconds of waiting (try_wait itself suspends the thread a while).
+template <class GiveUp>
+__device__ __forceinline__ bool wait_phase(unsigned long long* bar, unsigned parity,
+                                           GiveUp&& give_up) {
+  if (mbarrier_try_wait(bar, parity)) return true;
+  const unsigned long long start = globaltimer_ns();
+  while (!mbarrier_try_wait(bar, parity)) {
+    if (give_up(globaltimer_ns() - start)) return false;
+  }
+  return true;
+}
+
+// The producer warp's cache policy for the weight stream: read once, first out of L2, so that
+// activations and the KV cache stay.
+__device__ __forceinline__ unsigned long long stream_cache_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// Streams `plan`'s stages into the ring from stage `position` on (one thread: the producer);
+// false if a wait for a free slot gave up. `position` counts on past the plan.
+template <class GiveUp>
+__device__ __forceinline__ bool produce_stream(const StreamRing& ring, unsigned& position,
+                                               const StreamPlan& plan, unsigned long long policy,
+                                               GiveUp&& give_up) {
+  for (int s = 0; s < plan.stages; ++s, ++position) {
+    const unsigned slot = position % ring.slots, use = position / ring.slots;
+    if (!wait_phase(ring.empty + slot, (use & 1) ^ 1, give_up)) return false;
+    const unsigned full = shared_address(ring.full + slot);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
+                 "r"(plan.stage_bytes())
+                 : "memory");
+    const unsigned stage = shared_address(ring.data) + slot * kStreamSlotBytes;
+    for (int b = 0; b < plan.boxes; ++b) {
+      const int k = (s * plan.boxes + b) * plan.box_k;
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+          ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(stage + b * plan.box_bytes),
+          "l"(plan.map), "r"(k), "r"(plan.row), "r"(full), "l"(policy)
+          : "memory");
+    }
+  }
+  return true;
+}
+
+// Before a producer leaves while its consumers may be gone (they stopped early): the copies it
+// issued into the last `slots` stages must land before the CTA's shared memory goes away.
+template <class GiveUp>
+__device__ __forceinline__ void drain_stream(const StreamRing& ring, unsigned position,
+                                             GiveUp&& give_up) {
+  const unsigned first = position > static_cast<unsigned>(ring.slots) ? position - ring.slots : 0;
+  for (unsigned n = first; n < position; ++n) {
+    wait_phase(ring.full + n % ring.slots, (n / ring.slots) & 1, give_up);
+  }
+}
+
+// The consumer side, one per thread of the body: the next stage to read. Its waits end: the
+// producer has issued every stage up to the one a consumer waits for whenever it waits for a free
+// slot, and it stops only once the consumers did. A wait longer than timeout_ns is a runtime
+// defect, and traps rather than hangs.
+struct StreamCursor {
+  StreamRing ring;
+  unsigned position;
+  unsigned long long timeout_ns;
+
+  // Waits for the stage at the cursor; its slot.
+  __device__ const char* wait() {
+    const unsigned slot = position % ring.slots;
+    const unsigned long long limit = timeout_ns;
+    if (!wait_phase(ring.full + slot, (position / ring.slots) & 1,
+                    [limit](unsigned long long waited_ns) { return waited_ns > limit; })) {
+      __trap();
+    }
+    return ring.data + static_cast<long long>(slot) * kStreamSlotBytes;
+  }
+  // The calling warp is done with the stage at the cursor (every lane calls it); moves on.
+  __device__ void release() {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+                       shared_address(ring.empty + position % ring.slots))
+                   : "memory");
+    }
+    ++position;
+  }
+};
+
+}  // namespace megacut::tiles

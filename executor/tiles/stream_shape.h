@@ -1,0 +1,32 @@
+// The weight ring's sizes (tiles/stream.cuh) and the shape of the weights a body streams, as
+// plain data: the host sizes a region's or a kernel's shared memory from them and encodes the
+// weights' tensor map (executor/tensor_map.h) from the shape. No CUDA types, so the host compiler,
+// nvcc and NVRTC all read it.
+#pragma once
+
+namespace megacut::tiles {
+
+// One slot: 16 KB holds 16 rows of 512 bf16, 32 of 256, 64 of 128.
+inline constexpr int kStreamSlotBytes = 16384;
+// mbarriers are static shared memory, sized for the most slots a ring may have.
+inline constexpr int kStreamMaxSlots = 14;
+// A streamed body has this many warps, each arriving once on `empty` to free a slot.
+inline constexpr int kStreamConsumerWarps = 8;
+inline constexpr int kStreamConsumerThreads = 32 * kStreamConsumerWarps;
+// The producer: one warp after the body's in a conventional kernel; in a megakernel region, the
+// first warp of a warpgroup after the consumers' (executor/megakernel_runtime.cuh says why).
+inline constexpr int kStreamProducerThreads = 32;
+inline constexpr int kRegionProducerThreads = 128;
+
+// A row-major bf16 matrix of `rows` rows of `k` elements at `base` (16-byte aligned, k a
+// multiple of 8), read by the copy engine in boxes of box_rows rows by box_k elements (each at
+// most 256, box_k a multiple of 8): what a streamed body's tensor map describes.
+struct StreamMapShape {
+  const void* base;
+  long long k;
+  long long rows;
+  int box_k;
+  int box_rows;
+};
+
+}  // namespace megacut::tiles
