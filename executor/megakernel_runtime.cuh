@@ -42,11 +42,14 @@ __device__ __forceinline__ void set_register_count() {
 }
 
 // The runtime's barrier over the consumer threads: id 15, above the bodies' (tiles/common.cuh).
+// Not the .aligned forms (bar.sync, bar.red): the threads of a warp reach it from waits of
+// different lengths, and an aligned barrier reached by a warp not yet reconverged may release
+// before its other lanes arrive.
 inline constexpr int kRuntimeBarrier = 15;
 
 template <int kThreads>
 __device__ __forceinline__ void consumer_sync() {
-  asm volatile("bar.sync %0, %1;" ::"n"(kRuntimeBarrier), "n"(kThreads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"n"(kRuntimeBarrier), "n"(kThreads) : "memory");
 }
 
 // True on every consumer thread when `ok` holds on every one.
@@ -54,7 +57,7 @@ template <int kThreads>
 __device__ __forceinline__ bool consumer_sync_and(bool ok) {
   unsigned all;
   asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.and.pred q, %2, %3, p;\n"
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n barrier.red.and.pred q, %2, %3, p;\n"
       " selp.u32 %0, 1, 0, q;\n}"
       : "=r"(all)
       : "r"(static_cast<unsigned>(ok)), "n"(kRuntimeBarrier), "n"(kThreads)
