@@ -1,6 +1,6 @@
 // The conventional kernels: tile_kernel<Body> runs Body::run on tile blockIdx.x; a streamed body
 // (tiles/stream.cuh) runs as stream_kernel<Body>, a persistent grid of one CTA per SM walking
-// tiles blockIdx.x, + gridDim.x, ... with the producer warp streaming the weights of its next
+// tiles blockIdx.x, + gridDim.x, ... with a producer thread streaming the weights of its next
 // tiles into the CTA's ring, as a megakernel region runs the same body. launch_op picks the body
 // for an op from its kind and tile shape (tile_dispatch.cuh). Each kernel first waits for the
 // kernel before it (a stream kernel's producer only reads weights, and starts at once) and, its

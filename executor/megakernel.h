@@ -44,7 +44,7 @@ struct RegionConfig {
   int tasks = 0;
   int bodies = 0;              // distinct tile bodies = switch cases
   int grid = 0;                // CTAs = queues
-  int block_threads = 0;       // the widest body's, plus the producer warp with ring_slots
+  int block_threads = 0;       // the widest body's, plus the producer's warpgroup with a ring
   int dynamic_smem_bytes = 0;  // the bodies' scratch, then the weight ring
   int ring_slots = 0;          // weight-ring slots of each CTA; 0: no streamed body
   int static_smem_bytes = 0;

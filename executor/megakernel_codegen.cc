@@ -183,7 +183,7 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   // -lineinfo maps the binary back to source lines for compute-sanitizer and Nsight Compute;
   // it changes no instruction.
   // sm_90a on Hopper: its register reallocation (setmaxnreg) lets the consumers of a region with
-  // a producer warpgroup keep 240 registers.
+  // a producer warpgroup keep 224 registers.
   const std::string target = "sm_" + std::to_string(arch) + (arch == 90 ? "a" : "");
   const std::vector<std::string> options = {"--gpu-architecture=" + target, "-std=c++20",
                                             "-lineinfo", "-I" + root, "-I" + cuda_include};

@@ -43,6 +43,11 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
   return t;
 }
 
+// A shared-memory pointer as the 32-bit address PTX's shared-space operands take.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 // A half-open box [row_begin, row_end) x [col_begin, col_end) of an op's output.
 struct TileBox {
   long long row_begin;

@@ -1,5 +1,5 @@
-// The weight stream: a ring of shared-memory slots that one producer warp fills with the bytes a
-// CTA's coming tasks read and no task writes (weights), while the body's warps compute from the
+// The weight stream: a ring of shared-memory slots that one producer thread fills with the bytes
+// a CTA's coming tasks read and no task writes (weights), while the body's warps compute from the
 // slots already filled. Weights depend on no activation, so the producer runs ahead of the
 // consumers across tasks, through their dependency waits and the hops between ops, as far as the
 // ring reaches: the CTA's share of device bandwidth stays busy whatever its consumers wait for.
@@ -59,10 +59,6 @@ struct StreamRing {
   int slots;
 };
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
 // Thread 0 of the CTA, once, before a barrier over every thread that uses the ring.
 __device__ __forceinline__ void init_stream_ring(const StreamRing& ring) {
   for (int s = 0; s < ring.slots; ++s) {
@@ -97,7 +93,7 @@ __device__ __forceinline__ bool wait_phase(unsigned long long* bar, unsigned par
   return true;
 }
 
-// The producer warp's cache policy for the weight stream: read once, first out of L2, so that
+// The producer's cache policy for the weight stream: read once, first out of L2, so that
 // activations and the KV cache stay.
 __device__ __forceinline__ unsigned long long stream_cache_policy() {
   unsigned long long policy;
