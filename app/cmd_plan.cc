@@ -1,7 +1,8 @@
 // megacut plan: for each batch size, the best compositions of a model from its profile (exact
 // search over every op boundary, the top K simulated end to end), the gain over the
 // all-conventional graph and over one megakernel per stage, the TTFO-throughput Pareto front,
-// the megakernel coverage curve and the model's category; --json writes plan.json.
+// the megakernel coverage curve and the model's category; --json writes plan.json. Given several
+// profiles it plans each in turn and prints the category legend once, after a line per model.
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "app/commands.h"
 #include "app/format.h"
@@ -25,7 +28,7 @@ using planner::Evaluated;
 using simulator::TimeNs;
 
 struct PlanCommandOptions {
-  std::string profile;
+  std::vector<std::string> profiles;
   std::string batches;
   int top_k = 1;
   std::string objective;
@@ -186,10 +189,14 @@ void print_category(const planner::Plan& plan) {
   }
   std::printf("\ncategory: %s: %s\n", std::string(planner::category_name(plan.category)).c_str(),
               std::string(planner::category_definition(plan.category)).c_str());
+}
+
+// What each category means, with the --min-gain every plan of this run shares.
+void print_legend(double min_gain) {
   std::printf(
       "categories (\"One Megakernel is Not Enough\"), from the composition each batch settles "
       "on: its best, or all-conventional where the best gains less than %s (--min-gain):\n",
-      model::percent_text(plan.min_gain).c_str());
+      model::percent_text(min_gain).c_str());
   for (planner::Category c : planner::kCategories) {
     std::printf("  %-21s %s\n", std::string(planner::category_name(c)).c_str(),
                 std::string(planner::category_definition(c)).c_str());
@@ -223,7 +230,7 @@ class ProgressLine {
   std::chrono::steady_clock::time_point last_{};
 };
 
-void run(const PlanCommandOptions& o) {
+planner::PlanOptions plan_options(const PlanCommandOptions& o) {
   planner::PlanOptions options;
   if (!o.batches.empty()) options.batches = planner::parse_batch_list(o.batches);
   if (!o.objective.empty()) options.objective = planner::parse_objective(o.objective);
@@ -241,8 +248,13 @@ void run(const PlanCommandOptions& o) {
   }
   if (!(o.min_gain_percent >= 0)) throw Error("--min-gain: must not be negative");
   options.min_gain = o.min_gain_percent / 100;
-  const simulator::Profile profile = simulator::read_profile(o.profile);
+  return options;
+}
 
+// Plans one profile and prints the plan, with the category legend where `legend`; returns the
+// model's category.
+planner::Category plan_profile(const simulator::Profile& profile, planner::PlanOptions options,
+                               const std::string& json_path, bool legend) {
   ProgressLine line;
   const bool show = isatty(STDERR_FILENO) != 0;
   if (show) {
@@ -293,11 +305,40 @@ void run(const PlanCommandOptions& o) {
   for (const planner::BatchPlan& b : plan.batches) print_batch(plan, b);
   if (!plan.objective) print_pareto(plan);
   print_category(plan);
-  if (!o.json_path.empty()) {
-    write_text_file(o.json_path, planner::plan_to_json(plan).dump(1) + "\n");
+  if (legend) print_legend(plan.min_gain);
+  if (!json_path.empty()) {
+    write_text_file(json_path, planner::plan_to_json(plan).dump(1) + "\n");
     std::printf("\nplan written to %s (a batch's composition: batches[i].composition)\n",
-                o.json_path.c_str());
+                json_path.c_str());
   }
+  return plan.category;
+}
+
+void run(const PlanCommandOptions& o) {
+  const planner::PlanOptions options = plan_options(o);
+  if (o.profiles.size() > 1 && !o.json_path.empty()) {
+    throw Error("--json: writes the plan of one profile, and " + std::to_string(o.profiles.size()) +
+                " profiles were given");
+  }
+  // Every profile is read before any is planned, so a bad one fails at once, not minutes in.
+  std::vector<simulator::Profile> profiles;
+  for (const std::string& path : o.profiles) profiles.push_back(simulator::read_profile(path));
+
+  if (profiles.size() == 1) {
+    plan_profile(profiles[0], options, o.json_path, true);
+    return;
+  }
+  std::vector<planner::Category> categories;
+  for (const simulator::Profile& profile : profiles) {
+    if (!categories.empty()) std::printf("\n");
+    categories.push_back(plan_profile(profile, options, o.json_path, false));
+  }
+  std::printf("\ncategory per model:\n");
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    std::printf("  %-21s %s\n", profiles[i].model_name.c_str(),
+                std::string(planner::category_name(categories[i])).c_str());
+  }
+  print_legend(options.min_gain);
 }
 
 }  // namespace
@@ -306,7 +347,10 @@ void add_plan_command(CLI::App& root) {
   auto o = std::make_shared<PlanCommandOptions>();
   CLI::App* cmd = root.add_subcommand(
       "plan", "Find the best compositions per batch size from a profile, and the model's category");
-  cmd->add_option("--profile", o->profile, "profile.json (megacut.profile/1)")->required();
+  cmd->add_option("--profile", o->profiles,
+                  "profile.json (megacut.profile/1); given more than once, each is planned in "
+                  "turn and the category legend printed once, at the end")
+      ->required();
   cmd->add_option("--batch,-b", o->batches,
                   "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
   cmd->add_option("--top,-k", o->top_k,
@@ -316,7 +360,8 @@ void add_plan_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--objective", o->objective,
                   "ttfo or throughput (default: rank by TTFO and print the Pareto front)");
-  cmd->add_option("--json", o->json_path, "Write the plan (megacut.plan/1) here");
+  cmd->add_option("--json", o->json_path,
+                  "Write the plan (megacut.plan/1) here (one --profile only)");
   cmd->add_option("--threads", o->threads, "Search threads (default: one per hardware thread)");
   cmd->add_flag("--allow-interpolate", o->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");

@@ -9,7 +9,9 @@ build=${MEGACUT_BUILD_DIR:-$root/build}/nocuda
 bash "$root/scripts/setup.sh"
 cmake -S "$root" -B "$build" -G Ninja -DMEGACUT_CUDA=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target megacut >/dev/null
+profiles=()
 for model in llama-3.2-1b qwen3-0.6b qwen3-tts-12hz-0.6b llama-hifigan-tts; do
-  "$build/app/megacut" plan --profile "$root/reports/h200/$model/profile.json"
-  echo
+  profiles+=(--profile "$root/reports/h200/$model/profile.json")
 done
+# One plan command for all four, so the category legend prints once, after the last model.
+"$build/app/megacut" plan "${profiles[@]}"
