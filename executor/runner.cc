@@ -574,6 +574,17 @@ std::vector<float> ScenarioRunner::stage_logits(int stage) {
   throw Error("stage " + g.stage() + " has no logits");
 }
 
+std::vector<std::byte> ScenarioRunner::tensor_bytes(int stage, int tensor) {
+  Impl& m = *impl_;
+  const model::Graph& g = m.stage(stage).graph;
+  const model::Tensor& t = g.tensor(tensor);
+  if (t.role == model::TensorRole::weight) {
+    throw Error("tensor_bytes: " + t.name + " of stage " + g.stage() + " is a weight");
+  }
+  return m.download<std::byte>(buffer_key(g, t),
+                               static_cast<size_t>(t.elements() * model::dtype_bytes(t.dtype)));
+}
+
 std::vector<const MegakernelRegion*> ScenarioRunner::mk_regions(int stage) const {
   const auto& launcher = impl_->stage(stage).launcher;
   return launcher ? launcher->mk_regions() : std::vector<const MegakernelRegion*>{};

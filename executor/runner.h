@@ -8,6 +8,7 @@
 // runner adds up what it needs and compares it with the device's free memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -113,6 +114,9 @@ class ScenarioRunner {
   void set_composition(model::Composition composition);
   // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
   std::vector<float> stage_logits(int stage);
+  // The bytes of a stage tensor's buffer (an input, activation or state, not a weight) as the
+  // last launch or replay left it: for checks that compare a run op by op.
+  std::vector<std::byte> tensor_bytes(int stage, int tensor);
   // The stage's mk regions in order, once the stage has been launched (their configurations
   // and, with RunOptions::task_timing, the last launch's task records); none for an
   // all-conventional stage.

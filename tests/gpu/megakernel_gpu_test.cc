@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -369,6 +370,89 @@ TEST(MegakernelGpu, Llama1bRegionsAloneMatchConventional) {
   std::printf("%d of %zu runs of single regions bitwise equal to all-conventional\n", bitwise,
               3 * runs.size());
   EXPECT_EQ(bitwise, static_cast<int>(3 * runs.size()));
+}
+
+// Where a region and all-conventional part: the first op of `graph` whose output differs from
+// `want` (the conventional run's outputs, op by op), and how: which of its tiles, and within the
+// first such tile which (row, col) differ. Empty when every op's output is equal.
+std::string first_difference(ScenarioRunner& runner, int stage, const model::Graph& graph,
+                             const std::vector<std::vector<std::byte>>& want) {
+  for (int index = 0; index < graph.op_count(); ++index) {
+    const model::Op& op = graph.op(index);
+    const std::vector<std::byte> got = runner.tensor_bytes(stage, op.output);
+    if (got == want[index]) continue;
+    const model::Tensor& out = graph.tensor(op.output);
+    const int64_t cols = out.shape.back();
+    const int64_t element = model::dtype_bytes(out.dtype);
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> tiles;  // tile: (row, col)
+    for (int64_t e = 0; e * element < static_cast<int64_t>(got.size()); ++e) {
+      if (std::memcmp(got.data() + e * element, want[index].data() + e * element,
+                      static_cast<size_t>(element)) != 0) {
+        const int64_t row = e / cols, col = e % cols;
+        const int64_t tile =
+            row < op.tiling.rows
+                ? row / op.tiling.tile_rows * op.tiling.col_tiles() + col / op.tiling.tile_cols
+                : -1;
+        tiles[tile].emplace_back(row, col);
+      }
+    }
+    std::string text = "op " + std::to_string(index) + " " + op.name + " (" +
+                       std::string(op.kind->name()) + "), tiles";
+    for (const auto& [tile, where] : tiles) {
+      text += " " + std::to_string(tile) + " (" + std::to_string(where.size()) + ")";
+    }
+    text += " of " + std::to_string(op.tiling.count()) + "; in the first, (row, col):";
+    int shown = 0;
+    for (const auto& [row, col] : tiles.begin()->second) {
+      if (++shown > 40) break;
+      text += " " + std::to_string(row) + "," + std::to_string(col);
+    }
+    return text;
+  }
+  return {};
+}
+
+// Llama-3.2-1B's prefill (16 rows: streamed linears, multi-row attention) with mk regions, ten
+// runs each, op by op against all-conventional: a race shows as the first op whose output moves
+// from run to run, and where in it.
+TEST(MegakernelGpu, Llama1bPrefillRegionsMatchOpByOp) {
+  MEGACUT_REQUIRE_GPU();
+  const ModelCase c = model_case("llama-3.2-1b", 1, 16);
+  const model::Graph& prefill = c.graphs[0];
+  ASSERT_EQ(prefill.stage(), "prefill");
+  std::vector<model::StageShape> shapes;
+  for (const model::Graph& g : c.graphs) shapes.push_back({g.stage(), g.op_count()});
+  const int ops = prefill.op_count();
+  const std::string decode = "; decode: conv[0:" + std::to_string(c.graphs[1].op_count()) + "]";
+  const auto cut = [&](const std::string& prefill_regions) {
+    return model::parse_composition("prefill: " + prefill_regions + decode, shapes);
+  };
+  // The whole prefill but its head; one layer's MLP; two layers.
+  const std::vector<model::Composition> comps = {
+      cut("mk[0:" + std::to_string(ops - 3) + "] conv[" + std::to_string(ops - 3) + ":" +
+          std::to_string(ops) + "]"),
+      cut("conv[0:9] mk[9:12] conv[12:" + std::to_string(ops) + "]"),
+      cut("conv[0:1] mk[1:25] conv[25:" + std::to_string(ops) + "]")};
+  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
+  for (const model::Composition& comp : comps) runs.emplace_back(&c, comp);
+  precompile(runs);
+  const HostWeights weights = HostWeights::random(c.spec, 5);
+  ScenarioRunner runner(c.spec, c.scenario, weights, RunOptions{});
+  runner.generate(1);
+  std::vector<std::vector<std::byte>> want;
+  for (int op = 0; op < ops; ++op) want.push_back(runner.tensor_bytes(0, prefill.op(op).output));
+  for (const model::Composition& comp : comps) {
+    runner.set_composition(comp);
+    int equal = 0;
+    for (int run = 0; run < 10; ++run) {
+      runner.generate(1);
+      const std::string difference = first_difference(runner, 0, prefill, want);
+      equal += difference.empty();
+      if (!difference.empty())
+        ADD_FAILURE() << comp.to_string() << ", run " << run << ": " << difference;
+    }
+    std::printf("%d of 10 runs of %s equal op by op\n", equal, comp.to_string().c_str());
+  }
 }
 
 TEST(MegakernelGpu, GraphReplaysStayCorrectWithoutCounterReset) {
