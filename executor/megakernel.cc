@@ -259,6 +259,11 @@ struct MegakernelRegion::Impl {
       return at;
     };
     for (size_t i = 0; i < bodies.size(); ++i) {
+      if (bodies[i].layout.size() > static_cast<size_t>(mk::kMaxLayoutBytes)) {
+        throw Error(name + ": " + bodies[i].name + "'s layout of " +
+                    std::to_string(bodies[i].layout.size()) + " bytes is over the " +
+                    std::to_string(mk::kMaxLayoutBytes) + " a task can copy");
+      }
       offset[i] = append(bodies[i].layout, 16);
       if (bodies[i].streamed) {
         const CUtensorMap map = encode_weight_map(bodies[i].map_shape, name);
@@ -269,11 +274,14 @@ struct MegakernelRegion::Impl {
       body_case[i] = static_cast<int>(std::lower_bound(names.begin(), names.end(), bodies[i].name) -
                                       names.begin());
     }
+    // The last layout's 16-byte chunks may be read whole.
+    blob.resize(blob.size() + mk::kMaxLayoutBytes);
     for (mk::Task& t : table.tasks) {
       const int slot = table.op_of_task.at(t.index) - table.op_begin;
       t.body = body_case[slot];
       t.layout_offset = offset[slot];
       t.map_offset = map_offset[slot];
+      t.layout_bytes = static_cast<int>(bodies[slot].layout.size());
     }
     layouts = DeviceArray<char>(blob);
     tasks = DeviceArray<mk::Task>(table.tasks);

@@ -6,6 +6,9 @@
 
 namespace megacut::executor::mk {
 
+// A task's layout is copied into shared memory before its body runs: at most this many bytes.
+inline constexpr int kMaxLayoutBytes = 256;
+
 // One task of a region: which body runs it (a case of the generated kernel's switch), where
 // its layout is (and, for a streamed body, its weights' tensor map), which tile, and its
 // dependencies deps[dep_begin, dep_end) as region-local task indices. A task's counter is its
@@ -16,7 +19,9 @@ struct Task {
   int layout_offset;  // bytes into Params::layouts
   int dep_begin;
   int dep_end;
-  int map_offset;  // bytes into Params::layouts of the tensor map (64-byte aligned); 0: none
+  int map_offset;    // bytes into Params::layouts of the tensor map (64-byte aligned); 0: none
+  int layout_bytes;  // at most kMaxLayoutBytes
+  int pad;
   long long tile;
 };
 

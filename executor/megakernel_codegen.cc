@@ -142,9 +142,8 @@ struct Region {
     return {};
   }
 
-  __device__ static void run(const mk::Params& p, const mk::Task& task, char* smem,
+  __device__ static void run(const char* layout, const mk::Task& task, char* smem,
                              megacut::tiles::StreamCursor& weights) {
-    const char* layout = p.layouts + task.layout_offset;
     switch (task.body) {
 )";
   cases("mk::body_run<BODY>(layout, task.tile, smem, weights);\n        break;");

@@ -17,6 +17,7 @@
 #include "executor/counters.cuh"
 #include "executor/grid_dependency.cuh"
 #include "executor/megakernel_abi.cuh"
+#include "executor/tiles/mma.cuh"
 #include "executor/tiles/stream.cuh"
 
 namespace megacut::executor::mk {
@@ -25,10 +26,10 @@ namespace megacut::executor::mk {
 // which one thread streams. An SM's registers are four files, each holding one warp of each
 // warpgroup, so a block of 12 warps starts at 168 registers a thread; the producer's warpgroup
 // then gives back what it does not need and the consumers take it. setmaxnreg.inc takes only
-// what a dec of the same CTA gave back (2 * 224 + 56 = 3 * 168): asking for more would wait
+// what a dec of the same CTA gave back (2 * 232 + 40 = 3 * 168): asking for more would wait
 // forever. setmaxnreg is an sm_90a instruction; elsewhere every warp keeps 168.
-inline constexpr int kProducerRegisters = 56;
-inline constexpr int kConsumerRegisters = 224;
+inline constexpr int kProducerRegisters = 40;
+inline constexpr int kConsumerRegisters = 232;
 
 template <int kRegisters, bool kIncrease>
 __device__ __forceinline__ void set_register_count() {
@@ -143,12 +144,66 @@ __device__ __forceinline__ void produce_queue(const Params& p, const tiles::Stre
                       [&](unsigned long long waited_ns) { return waited_ns > limit; });
 }
 
-// The consumers' part of the region: the queue's tasks, in order.
-template <class Region>
+// Task t's layout into `buffer` (shared memory), 16 bytes a thread, with cp.async: one commit
+// group per thread. The blob holds kMaxLayoutBytes past its last layout, so whole chunks may be
+// read.
+__device__ __forceinline__ void fetch_layout(const Params& p, const Task& t, char* buffer) {
+  const int offset = static_cast<int>(threadIdx.x) * 16;
+  if (offset < t.layout_bytes && offset < kMaxLayoutBytes) {
+    tiles::cp_async16(buffer + offset, p.layouts + t.layout_offset + offset, true);
+  }
+  tiles::cp_async_commit();
+}
+
+// The signaler (one thread, with streamed bodies): publishes the counters of the tasks the
+// consumers finished (`done` of them, set with a release after their barrier), with one release
+// fence for all those it finds finished at once, so that the fence's wait for the CTA's stores
+// holds up no consumer. Stops early only once the consumers did.
+__device__ __forceinline__ void signal_queue(const Params& p, int first, int last, const int& done,
+                                             const unsigned long long& run_index,
+                                             const volatile int& stopped) {
+  const unsigned long long limit = 4 * p.watchdog_ns;  // the consumers give up well before
+  const unsigned done_address = tiles::shared_address(&done);
+  unsigned long long idle_since = 0;
+  for (int next = first; next < last;) {
+    int finished;
+    asm volatile("ld.acquire.cta.shared.s32 %0, [%1];"
+                 : "=r"(finished)
+                 : "r"(done_address)
+                 : "memory");
+    finished += first;
+    if (finished <= next) {
+      if (stopped) return;
+      const unsigned long long now = tiles::globaltimer_ns();
+      if (idle_since == 0) idle_since = now;
+      if (now - idle_since > limit) __trap();  // a runtime defect: never hang
+      __nanosleep(32);
+      continue;
+    }
+    idle_since = 0;
+    // Cumulative: the consumers' writes, ordered before `done` by their barrier and its release.
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    const unsigned long long run = *const_cast<const volatile unsigned long long*>(&run_index);
+    for (; next < finished; ++next) {
+      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.counters + p.tasks[next].index),
+                   "l"(run)
+                   : "memory");
+    }
+  }
+}
+
+// The consumers' part of the region: the queue's tasks, in order. A task's descriptor is read two
+// tasks ahead and its layout copied into shared memory one task ahead, so that neither waits on
+// memory when the task comes (each dependency wait's acquire empties the SM's L1). With a
+// signaler (kSignaler) thread 0 only counts the finished tasks; without, it publishes each one's
+// counter itself.
+template <class Region, bool kSignaler>
 __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
                                           const tiles::StreamRing& ring, int first, int last,
-                                          unsigned long long& run_index, volatile int& stopped) {
+                                          unsigned long long& run_index, int& done,
+                                          volatile int& stopped) {
   constexpr int kConsumers = Region::kConsumerThreads;
+  __shared__ __align__(16) char layouts[2][kMaxLayoutBytes];
   // Launched with Programmatic Dependent Launch, the region may start while the kernels it
   // reads still run: wait for them (the weight stream reads no kernel's output).
   wait_for_prior_grids();
@@ -159,14 +214,28 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
   consumer_sync<kConsumers>();
   const unsigned long long run = run_index;
   tiles::StreamCursor weights{ring, 0, 4 * p.watchdog_ns};
+  Task task{}, next{};
+  if (first < last) {
+    task = p.tasks[first];
+    fetch_layout(p, task, layouts[0]);
+  }
+  if (first + 1 < last) next = p.tasks[first + 1];
   for (int i = first; i < last; ++i) {
-    const Task task = p.tasks[i];
+    const int k = i - first;
+    if (i + 1 < last) {
+      fetch_layout(p, next, layouts[(k + 1) % 2]);
+    } else {
+      tiles::cp_async_commit();  // an empty group: the wait below leaves only the newest
+    }
+    const Task after = i + 2 < last ? p.tasks[i + 2] : Task{};
     bool ok = true;
     for (int d = task.dep_begin + static_cast<int>(threadIdx.x); ok && d < task.dep_end;
          d += kConsumers) {
       ok = wait_dep(p, task.index, p.deps[d], run);
     }
+    tiles::cp_async_wait<1>();  // this task's layout; the next one's may still be in flight
     if (!consumer_sync_and<kConsumers>(ok)) {
+      tiles::cp_async_wait<0>();
       if (threadIdx.x == 0) stopped = 1;
       return;
     }
@@ -175,7 +244,7 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
       p.timings[task.index].start_ns = tiles::globaltimer_ns();
     }
 #endif
-    Region::run(p, task, smem, weights);
+    Region::run(layouts[k % 2], task, smem, weights);
     consumer_sync<kConsumers>();
     if (threadIdx.x == 0) {
 #ifdef MEGACUT_MK_TIMING
@@ -185,10 +254,19 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
         p.timings[task.index].block = blockIdx.x;
       }
 #endif
-      __threadfence();
-      signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
+      if constexpr (kSignaler) {
+        asm volatile("st.release.cta.shared.s32 [%0], %1;" ::"r"(tiles::shared_address(&done)),
+                     "r"(k + 1)
+                     : "memory");
+      } else {
+        __threadfence();
+        signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
+      }
     }
+    task = next;
+    next = after;
   }
+  tiles::cp_async_wait<0>();
   // The next kernel may launch once every CTA is past its queue (with Programmatic Dependent
   // Launch; it still waits for this grid to finish before it reads anything).
   allow_dependent_launch();
@@ -199,7 +277,7 @@ template <class Region>
 __device__ void run_region(const Params& p) {
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long run_index;
-  __shared__ int stopped;
+  __shared__ int stopped, done;
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
   const tiles::StreamRing ring{smem + p.ring_offset, full, empty, p.ring_slots};
 #ifdef MEGACUT_MK_TIMING
@@ -210,21 +288,25 @@ __device__ void run_region(const Params& p) {
   if constexpr (Region::kStreams) {
     if (threadIdx.x == 0) {
       stopped = 0;
+      done = 0;
       tiles::init_stream_ring(ring);
     }
     __syncthreads();
     if (threadIdx.x >= Region::kConsumerThreads) {
-      // The producer's warpgroup gives its registers to the consumers'; its first thread streams.
+      // The producer's warpgroup gives its registers to the consumers'; its first thread streams,
+      // the first of its second warp signals.
       set_register_count<kProducerRegisters, false>();
       if (threadIdx.x == Region::kConsumerThreads) {
         produce_queue<Region>(p, ring, first, last, stopped);
+      } else if (threadIdx.x == Region::kConsumerThreads + 32) {
+        signal_queue(p, first, last, done, run_index, stopped);
       }
     } else {
       set_register_count<kConsumerRegisters, true>();
-      run_tasks<Region>(p, smem, ring, first, last, run_index, stopped);
+      run_tasks<Region, true>(p, smem, ring, first, last, run_index, done, stopped);
     }
   } else {
-    run_tasks<Region>(p, smem, ring, first, last, run_index, stopped);
+    run_tasks<Region, false>(p, smem, ring, first, last, run_index, done, stopped);
   }
 }
 

@@ -138,6 +138,7 @@ TEST(MegakernelCodegen, EveryBodyFitsA256ThreadBlock) {
           const RegionBody body = region_body(g, op, fake);
           EXPECT_LE(body.threads, 256) << name << " batch " << batch << " " << stage << " op "
                                        << g.op(op).name << ": " << body.name;
+          EXPECT_LE(body.layout.size(), static_cast<size_t>(mk::kMaxLayoutBytes)) << body.name;
           ++checked;
         }
       }
@@ -167,9 +168,11 @@ TEST(MegakernelCodegen, RegionKernelWaitsForPriorGridsFirst) {
   EXPECT_LT(wait, runtime.find("p.arrivals", tasks));
   EXPECT_LT(wait, runtime.find("wait_dep(p", tasks));
   EXPECT_LT(wait, runtime.find("Region::run(", tasks));
-  // The producer streams from the region's start; the consumers run the tasks.
+  // The producer streams from the region's start, the consumers run the tasks, the signaler
+  // publishes them.
   EXPECT_NE(runtime.find("produce_queue<Region>(", region), std::string::npos);
-  EXPECT_NE(runtime.find("run_tasks<Region>(", region), std::string::npos);
+  EXPECT_NE(runtime.find("run_tasks<Region, true>(", region), std::string::npos);
+  EXPECT_NE(runtime.find("signal_queue(", region), std::string::npos);
 }
 
 // ---- GPU ----------------------------------------------------------------------------------
