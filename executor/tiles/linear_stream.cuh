@@ -117,6 +117,7 @@ struct LinearStreamTile {
         const int s = s0 + d;
         if (s >= stages) break;
         const char* stage = weights.wait();
+        if (s > 0) weights.release();  // stage s - 1 (see StreamCursor)
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           uint4 wa, wb;
@@ -132,7 +133,6 @@ struct LinearStreamTile {
             }
           }
         }
-        weights.release();
         if (s + kAhead < stages) load_x(s + kAhead, x[d]);
       }
     }
@@ -148,6 +148,7 @@ struct LinearStreamTile {
         p[0] = acc[j][2 * h];
         p[kCols] = acc[j][2 * h + 1];
       }
+    if (stages > 0) weights.release();  // the last stage: its sums are stored
     tile_sync<kThreads>();
     for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
       const int r = i / cols, c = i % cols;

@@ -138,16 +138,24 @@ __device__ __forceinline__ void drain_stream(const StreamRing& ring, unsigned po
   }
 }
 
-// The consumer side, one per thread of the body: the next stage to read. Its waits end: the
-// producer has issued every stage up to the one a consumer waits for whenever it waits for a free
-// slot, and it stops only once the consumers did. A wait longer than timeout_ns is a runtime
-// defect, and traps rather than hangs.
+// The consumer side, one per thread of the body: the next stage to wait for and the oldest one
+// still held. Its waits end: the producer has issued every stage up to the one a consumer waits
+// for whenever it waits for a free slot, and it stops only once the consumers did. A wait longer
+// than timeout_ns is a runtime defect, and traps rather than hangs.
+//
+// A body releases a stage only after its products of the stage were issued and it has waited for
+// the next stage (or, for the last, stored what it computed): the slot's shared-memory loads are
+// then done whatever order the hardware completes them in. A release right after the products
+// lets the producer's copy of the slot's next use overwrite rows a lane has not yet read: on the
+// H200, one megakernel over Llama-3.2-1B's prefill then got whole weight rows of mlp.down wrong in
+// 3 to 5 runs of 10, and more with every thread arriving for itself.
 struct StreamCursor {
   StreamRing ring;
-  unsigned position;
+  unsigned position;  // the next stage to wait for
   unsigned long long timeout_ns;
+  unsigned released;  // the oldest stage this thread still holds
 
-  // Waits for the stage at the cursor; its slot.
+  // Waits for the stage at the cursor; its slot. The cursor moves on.
   __device__ const char* wait() {
     const unsigned slot = position % ring.slots;
     const unsigned long long limit = timeout_ns;
@@ -155,17 +163,18 @@ struct StreamCursor {
                     [limit](unsigned long long waited_ns) { return waited_ns > limit; })) {
       __trap();
     }
+    ++position;
     return ring.data + static_cast<long long>(slot) * kStreamSlotBytes;
   }
-  // The calling warp is done with the stage at the cursor (every lane calls it); moves on.
+  // The calling warp is done with the oldest stage it holds (every lane calls it).
   __device__ void release() {
     __syncwarp();
     if (threadIdx.x % 32 == 0) {
       asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-                       shared_address(ring.empty + position % ring.slots))
+                       shared_address(ring.empty + released % ring.slots))
                    : "memory");
     }
-    ++position;
+    ++released;
   }
 };
 
