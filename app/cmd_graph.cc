@@ -5,6 +5,7 @@
 #include "app/commands.h"
 #include "app/format.h"
 #include "app/output_file.h"
+#include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/graph_io.h"
@@ -16,7 +17,7 @@ namespace {
 struct GraphOptions {
   std::string model;
   std::string stage = "decode";
-  int64_t batch = 1;
+  std::string batch = "1";
   int64_t prompt_len = model::kDefaultPromptLen;
   int64_t frames = 0;
   std::string json_path;
@@ -67,7 +68,7 @@ void add_graph_command(CLI::App& root) {
   cmd->callback([opt, json] {
     const model::ModelSpec spec = model::load_model(opt->model);
     const model::Scenario scenario =
-        model::make_scenario(spec, opt->batch, opt->prompt_len, opt->frames);
+        model::make_scenario(spec, model::parse_batch(opt->batch), opt->prompt_len, opt->frames);
     const model::Graph g = model::build_graph(spec, scenario, opt->stage);
     if (!opt->dot_path.empty()) write_text_file(opt->dot_path, model::graph_to_dot(g));
     if (json->count() > 0) {

@@ -16,6 +16,7 @@
 #include "app/commands.h"
 #include "app/format.h"
 #include "app/output_file.h"
+#include "model/batch_list.h"
 #include "model/error.h"
 #include "model/text.h"
 #include "planner/plan.h"
@@ -30,6 +31,7 @@ using simulator::TimeNs;
 struct PlanCommandOptions {
   std::vector<std::string> profiles;
   std::string batches;
+  bool batch_given = false;
   int top_k = 1;
   std::string objective;
   std::string json_path;
@@ -232,7 +234,8 @@ class ProgressLine {
 
 planner::PlanOptions plan_options(const PlanCommandOptions& o) {
   planner::PlanOptions options;
-  if (!o.batches.empty()) options.batches = planner::parse_batch_list(o.batches);
+  // Given, even as '', it is parsed: only an absent --batch means every measured batch.
+  if (o.batch_given) options.batches = model::parse_batch_list(o.batches);
   if (!o.objective.empty()) options.objective = planner::parse_objective(o.objective);
   if (o.top_k < 1) throw Error("--top: must be at least 1");
   if (o.threads < 0) throw Error("--threads: must not be negative");
@@ -351,8 +354,9 @@ void add_plan_command(CLI::App& root) {
                   "profile.json (megacut.profile/1); given more than once, each is planned in "
                   "turn and the category legend printed once, at the end")
       ->required();
-  cmd->add_option("--batch,-b", o->batches,
-                  "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
+  CLI::Option* batch =
+      cmd->add_option("--batch,-b", o->batches,
+                      "Batch sizes, e.g. 1,2,4,8 (default: every batch the profile measured)");
   cmd->add_option("--top,-k", o->top_k,
                   "Compositions ranked per batch: the best, then the best with at least "
                   "1/(K-1), 2/(K-1), ..., all of each stage's ops (with a task benchmark) in mk "
@@ -372,7 +376,10 @@ void add_plan_command(CLI::App& root) {
                   "How our kernels launch: plain, pdl (Programmatic Dependent Launch, as megacut "
                   "run --pdl) or best (each batch whichever is predicted faster)")
       ->capture_default_str();
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o, batch] {
+    o->batch_given = batch->count() > 0;
+    run(*o);
+  });
 }
 
 }  // namespace megacut::app

@@ -9,6 +9,7 @@
 #include "app/commands.h"
 #include "app/format.h"
 #include "app/terminal.h"
+#include "model/batch_list.h"
 #include "model/error.h"
 #include "model/text.h"
 #include "profiler/profiler.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct ProfileCommandOptions {
   std::string model;
-  std::vector<int64_t> batches;
+  std::string batches;
   int64_t prompt_len = model::kDefaultPromptLen;
   int64_t frames = 0;
   std::string out;
@@ -98,10 +99,7 @@ void print_batch(Terminal& t, const profiler::BatchSummary& b) {
 void run(const ProfileCommandOptions& o) {
   profiler::ProfileOptions options;
   options.model = o.model;
-  options.batches = o.batches;
-  std::sort(options.batches.begin(), options.batches.end());
-  options.batches.erase(std::unique(options.batches.begin(), options.batches.end()),
-                        options.batches.end());
+  options.batches = model::parse_batch_list(o.batches);
   options.prompt_len = o.prompt_len;
   options.frames = o.frames;
   if (o.provider == "cublaslt") {
@@ -169,9 +167,7 @@ void add_profile_command(CLI::App& root) {
       "(profile.json)");
   cmd->add_option("--model,-m", o->model, "Bundled model name, config.json, or checkpoint dir")
       ->required();
-  cmd->add_option("--batch,-b", o->batches, "Batch sizes, e.g. 1,2,4,8,16,32")
-      ->required()
-      ->delimiter(',');
+  cmd->add_option("--batch,-b", o->batches, "Batch sizes, e.g. 1,2,4,8,16,32")->required();
   cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
   add_frames_option(cmd, o->frames);

@@ -9,6 +9,7 @@
 #include "app/format.h"
 #include "app/output_file.h"
 #include "executor/runner.h"
+#include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
 #include "planner/plan.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct RunCommandOptions {
   std::string model;
-  int64_t batch = 1;
+  std::string batch = "1";
   int64_t prompt_len = model::kDefaultPromptLen;
   int64_t frames = 0;
   std::string composition = "conv";
@@ -144,6 +145,7 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
 }
 
 void run(const RunCommandOptions& o) {
+  const int64_t batch = model::parse_batch(o.batch);
   executor::LinearProvider provider = executor::LinearProvider::ours;
   if (o.provider == "cublaslt") {
     provider = executor::LinearProvider::cublaslt;
@@ -161,12 +163,12 @@ void run(const RunCommandOptions& o) {
     checkpoint.weights = executor::HostWeights::random(checkpoint.model, o.seed);
   }
   const model::ModelSpec& spec = checkpoint.model;
-  const model::Scenario scenario = model::make_scenario(spec, o.batch, o.prompt_len, o.frames);
+  const model::Scenario scenario = model::make_scenario(spec, batch, o.prompt_len, o.frames);
   std::vector<model::StageShape> shapes;
   for (const model::Stage& s : scenario.stages) {
     shapes.push_back({s.name, model::build_graph(spec, scenario, s.name).op_count()});
   }
-  const planner::PlannedRun planned = read_composition(o.composition, o.batch, shapes);
+  const planner::PlannedRun planned = read_composition(o.composition, batch, shapes);
   if (planned.pdl && !o.pdl) {
     std::printf("the plan launches this batch with Programmatic Dependent Launch (as --pdl)\n");
   }
@@ -195,7 +197,7 @@ void run(const RunCommandOptions& o) {
   executor::Measurement m = runner.measure();
   m.composition = planned.composition.to_string();
   std::printf("megacut run: %s, batch %lld, prompt %lld tokens, composition %s\n",
-              spec.name.c_str(), static_cast<long long>(o.batch),
+              spec.name.c_str(), static_cast<long long>(batch),
               static_cast<long long>(o.prompt_len), o.composition.c_str());
   std::printf("device: %s; linear provider: %s; weights: %s (%s); device memory %s\n",
               m.device.c_str(), m.provider.c_str(), checkpoint.weights.source().c_str(),

@@ -9,6 +9,7 @@
 #include "app/commands.h"
 #include "app/format.h"
 #include "app/output_file.h"
+#include "model/batch_list.h"
 #include "model/composition.h"
 #include "model/error.h"
 #include "simulator/profile.h"
@@ -22,7 +23,7 @@ using simulator::TimeNs;
 
 struct SimulateOptions {
   std::string profile;
-  int64_t batch = 1;
+  std::string batch = "1";
   std::string composition = "conv";
   std::string json_path;
   std::string trace_path;
@@ -91,16 +92,17 @@ void print_stage(const simulator::StagePrediction& s, const simulator::Predictio
 }
 
 void run(const SimulateOptions& opt) {
+  const int64_t batch = model::parse_batch(opt.batch);
   simulator::SimOptions options;
   options.allow_interpolate = opt.allow_interpolate;
   options.pdl = opt.pdl;
   options.record_spans = !opt.trace_path.empty();
   simulator::Simulator sim(simulator::read_profile(opt.profile), options);
-  const auto shapes = sim.stage_shapes(opt.batch);
+  const auto shapes = sim.stage_shapes(batch);
   const model::Composition composition = read_composition(opt.composition, shapes);
-  const simulator::Prediction p = sim.simulate(composition, opt.batch);
+  const simulator::Prediction p = sim.simulate(composition, batch);
   const simulator::Prediction replay =
-      sim.simulate(model::uniform_composition(shapes, model::RegionKind::conv), opt.batch);
+      sim.simulate(model::uniform_composition(shapes, model::RegionKind::conv), batch);
 
   std::printf("%s on %s (%d SMs) · batch %lld · prompt %lld\n", p.model.c_str(), p.device.c_str(),
               p.sm_count, static_cast<long long>(p.batch), static_cast<long long>(p.prompt_len));

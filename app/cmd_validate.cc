@@ -23,6 +23,7 @@
 #include "executor/cuda_check.h"
 #include "executor/megakernel_codegen.h"
 #include "executor/runner.h"
+#include "model/batch_list.h"
 #include "model/error.h"
 #include "model/random_composition.h"
 #include "planner/plan.h"
@@ -278,8 +279,7 @@ void print_batch(Terminal& t, const planner::BatchValidation& b) {
 }
 
 void run(const ValidateCommandOptions& o) {
-  std::vector<int64_t> batches = planner::parse_batch_list(o.batches);
-  std::sort(batches.begin(), batches.end());
+  const std::vector<int64_t> batches = model::parse_batch_list(o.batches);
   if (o.top_k < 1) throw Error("--candidates: must be at least 1");
   if (o.random < 0) throw Error("--random: must not be negative");
   if (o.runs < 1) throw Error("--runs: must be at least 1");
@@ -307,13 +307,7 @@ void run(const ValidateCommandOptions& o) {
       throw Error("--frames: " + o.profile + " was measured with chunks of " +
                   std::to_string(profile.frames) + " frames, not " + std::to_string(o.frames));
     }
-    for (int64_t b : batches) {
-      if (profile.batch(b) == nullptr) {
-        const std::string measured = model::comma_list(profile.batch_sizes());
-        throw Error("--batch: " + o.profile + " has no measurements at batch " + std::to_string(b) +
-                    " (measured: " + measured + ")");
-      }
-    }
+    for (int64_t b : batches) simulator::check_batch(profile, b, /*allow_interpolate=*/false);
   }
   const Device device = current_device();
   std::error_code error;

@@ -232,35 +232,6 @@ Objective parse_objective(std::string_view text) {
               "throughput first)");
 }
 
-std::vector<int64_t> parse_batch_list(std::string_view text) {
-  std::vector<int64_t> out;
-  size_t from = 0;
-  for (;;) {
-    const size_t comma = text.find(',', from);
-    const std::string item(
-        text.substr(from, comma == std::string_view::npos ? text.npos : comma - from));
-    size_t used = 0;
-    int64_t value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value <= 0) {
-      throw Error("--batch: '" + item + "' in '" + std::string(text) +
-                  "' is not a positive integer (expected a list like 1,2,4,8)");
-    }
-    if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw Error("--batch: " + std::to_string(value) + " is listed twice in '" +
-                  std::string(text) + "'");
-    }
-    out.push_back(value);
-    if (comma == std::string_view::npos) break;
-    from = comma + 1;
-  }
-  return out;
-}
-
 double Evaluated::coverage(std::string_view stage) const {
   for (const StageTime& s : stages) {
     if (s.stage == stage) {
@@ -323,12 +294,7 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     if (i > 0 && batches[i] == batches[i - 1]) {
       throw Error("plan: batch " + std::to_string(batches[i]) + " is listed twice");
     }
-    if (!options.sim.allow_interpolate && profile.batch(batches[i]) == nullptr) {
-      throw Error("plan: profile " + profile.source + " has no measurements at batch " +
-                  std::to_string(batches[i]) +
-                  " (measured: " + model::comma_list(profile.batch_sizes()) +
-                  "); profile that batch, or allow interpolation (--allow-interpolate)");
-    }
+    simulator::check_batch(profile, batches[i], options.sim.allow_interpolate);
   }
 
   Plan plan;

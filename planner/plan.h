@@ -45,9 +45,6 @@ std::string_view objective_name(Objective objective);
 // "ttfo" or "throughput"; throws an Error naming the value otherwise.
 Objective parse_objective(std::string_view text);
 
-// "1,2,4,8": positive integers, each once; throws an Error naming the bad item otherwise.
-std::vector<int64_t> parse_batch_list(std::string_view text);
-
 struct StageTime {
   std::string stage;
   TimeNs time_ns = 0;

@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/error.h"
 #include "model/json_field.h"
+#include "model/text.h"
 
 namespace megacut::simulator {
 namespace {
@@ -185,6 +186,21 @@ std::vector<int64_t> Profile::batch_sizes() const {
   std::vector<int64_t> sizes;
   for (const BatchProfile& p : batches) sizes.push_back(p.batch);
   return sizes;
+}
+
+void check_batch(const Profile& profile, int64_t batch, bool allow_interpolate) {
+  if (profile.batch(batch) != nullptr) return;
+  const std::vector<int64_t> measured = profile.batch_sizes();
+  const std::string where = "profile " + profile.source + ": ";
+  if (!allow_interpolate) {
+    throw Error(where + "no measurements at batch " + std::to_string(batch) +
+                " (measured: " + model::comma_list(measured) +
+                "); profile that batch, or allow interpolation (--allow-interpolate)");
+  }
+  if (measured.empty() || batch < measured.front() || batch > measured.back()) {
+    throw Error(where + "batch " + std::to_string(batch) + " is outside the measured batches (" +
+                model::comma_list(measured) + "); interpolation does not extrapolate");
+  }
 }
 
 bool Profile::same_content(const Profile& other) const {

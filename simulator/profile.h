@@ -184,6 +184,12 @@ struct Profile {
   bool same_content(const Profile& other) const;
 };
 
+// Throws an Error unless the simulator can predict `batch` from `profile`: measured, or, with
+// `allow_interpolate`, between two measured batches (interpolation does not extrapolate). It
+// reads the profile alone, so that a batch the profile cannot answer for is refused before any
+// graph is built: every command checks its batches here, and so does the simulator.
+void check_batch(const Profile& profile, int64_t batch, bool allow_interpolate);
+
 nlohmann::json profile_to_json(const Profile& profile);
 // Validates everything the JSON can say on its own (types, ranges, order, schema); whether an
 // op's name and kind match the model's graph is checked when the graph is built. `file` names

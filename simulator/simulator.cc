@@ -227,6 +227,8 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   const auto key = std::make_pair(std::string(stage), batch);
   if (auto it = stages_.find(key); it != stages_.end()) return *it->second;
 
+  // Before the graph: a batch the profile cannot answer for may be one too large to build.
+  check_batch(profile_, batch, options_.allow_interpolate);
   auto s = std::make_unique<StageState>();
   s->stage = std::string(stage);
   s->batch = batch;
@@ -234,12 +236,6 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   s->graph = std::make_unique<model::Graph>(model::build_graph(model_, sc, stage));
   const BatchProfile* measured = profile_.batch(batch);
   if (measured == nullptr) {
-    if (!options_.allow_interpolate) {
-      throw Error("profile " + profile_.source + ": no measurements at batch " +
-                  std::to_string(batch) +
-                  " (measured: " + model::comma_list(profile_.batch_sizes()) +
-                  "); profile that batch, or allow interpolation (--allow-interpolate)");
-    }
     s->interpolated = interpolate(stage, batch, *s->graph);
     s->profile = s->interpolated.get();
   } else {

@@ -4,9 +4,11 @@
 
 #include <set>
 
+#include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/stage_builder.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::model {
 namespace {
@@ -186,6 +188,34 @@ TEST(ModelTest, OpKindRegistryKnowsEveryBuiltinKind) {
   }
   EXPECT_EQ(find_op_kind("conv1d-but-not-registered"), nullptr);
   EXPECT_THROW(op_kind("nope"), Error);
+}
+
+// Every command reads --batch with this one parser, so each refuses the same lists.
+TEST(BatchListTest, OneParserForEveryCommand) {
+  using testing::error_of;
+  EXPECT_EQ(parse_batch_list("8,1,4"), (std::vector<int64_t>{1, 4, 8}));
+  EXPECT_EQ(parse_batch("32"), 32);
+  EXPECT_EQ(parse_batch_list("65536"), (std::vector<int64_t>{kMaxBatch}));
+  // An empty list is not "every batch": only a command given no --batch means that.
+  EXPECT_EQ(error_of([] { parse_batch_list(""); }),
+            "--batch: empty list (expected a list like 1,2,4,8)");
+  // Listed twice is an error, never silently de-duplicated.
+  EXPECT_EQ(error_of([] { parse_batch_list("1,1"); }), "--batch: 1 is listed twice in '1,1'");
+  EXPECT_EQ(error_of([] { parse_batch_list("1,65537"); }),
+            "--batch: 65537 in '1,65537' is larger than the largest batch megacut models (65536)");
+  EXPECT_EQ(error_of([] { parse_batch("9223372036854775807"); }),
+            "--batch: 9223372036854775807 in '9223372036854775807' is larger than the largest "
+            "batch megacut models (65536)");
+  EXPECT_EQ(error_of([] { parse_batch("99999999999999999999"); }),
+            "--batch: 99999999999999999999 in '99999999999999999999' is larger than the largest "
+            "batch megacut models (65536)");
+  EXPECT_EQ(error_of([] { parse_batch("-2"); }),
+            "--batch: '-2' in '-2' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(error_of([] { parse_batch(" 2"); }),
+            "--batch: ' 2' in ' 2' is not a positive integer (expected a list like 1,2,4,8)");
+  EXPECT_EQ(error_of([] { parse_batch("1,2"); }), "--batch: one batch size, not a list ('1,2')");
+  EXPECT_EQ(error_of([] { parse_batch_list("x", "--sizes"); }),
+            "--sizes: 'x' in 'x' is not a positive integer (expected a list like 1,2,4,8)");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "model/batch_list.h"
 #include "model/error.h"
 #include "planner/plan.h"
 #include "planner/region_costs.h"
@@ -20,6 +21,7 @@ namespace megacut::planner {
 namespace {
 
 using model::constant_stats;
+using model::parse_batch_list;
 using model::Region;
 using model::RegionKind;
 using simulator::Profile;
@@ -777,8 +779,8 @@ TEST(PlanInputTest, BadInputsGiveClearErrors) {
   EXPECT_EQ(error_of([&] {
               make_plan(p, {.batches = {1, 3}});
             }),
-            "plan: profile synthetic tiny-llama has no measurements at batch 3 (measured: 1, 2, "
-            "4); profile that batch, or allow interpolation (--allow-interpolate)");
+            "profile synthetic tiny-llama: no measurements at batch 3 (measured: 1, 2, 4); "
+            "profile that batch, or allow interpolation (--allow-interpolate)");
   EXPECT_EQ(error_of([&] { make_plan(p, {.top_k = 0}); }),
             "plan: the number of ranked compositions (--top) must be at least 1, not 0");
   // Interpolation fills a batch between measured ones, but never beyond them.

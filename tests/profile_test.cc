@@ -10,6 +10,7 @@
 
 #include "model/error.h"
 #include "model/stats.h"
+#include "tests/support/error_of.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::simulator {
@@ -210,6 +211,22 @@ TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
 
 TEST(ProfileTest, ReadingAMissingFileSaysWhich) {
   EXPECT_THROW(read_profile("/nonexistent/llama.json"), Error);
+}
+
+// One check of a batch against the profile, made from the profile alone (no graph is built).
+TEST(ProfileTest, CheckBatchSaysWhatTheProfileMeasured) {
+  const auto error_of = [](int64_t batch, bool interpolate) {
+    return testing::error_of([&] { check_batch(tiny(), batch, interpolate); });
+  };
+  EXPECT_EQ(error_of(1, false), "");
+  EXPECT_EQ(error_of(2, true), "");
+  EXPECT_EQ(error_of(2, false),
+            "profile synthetic tiny-llama: no measurements at batch 2 (measured: 1, 4); profile "
+            "that batch, or allow interpolation (--allow-interpolate)");
+  EXPECT_EQ(error_of(7777, true),
+            "profile synthetic tiny-llama: batch 7777 is outside the measured batches (1, 4); "
+            "interpolation "
+            "does not extrapolate");
 }
 
 }  // namespace
