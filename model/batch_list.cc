@@ -19,13 +19,17 @@ std::vector<int64_t> parse_batch_list(std::string_view text, std::string_view op
         text.substr(from, comma == std::string_view::npos ? text.npos : comma - from);
     int64_t value = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (ec == std::errc::result_out_of_range ||
-        (ec == std::errc() && end == item.data() + item.size() && value > kMaxBatch)) {
+    // Whether the whole item is an integer, within 64 bits or not: a negative one beyond them
+    // is not too large but not positive.
+    const bool integer = !item.empty() && end == item.data() + item.size() &&
+                         (ec == std::errc() || ec == std::errc::result_out_of_range);
+    if (integer && item.front() != '-' &&
+        (ec == std::errc::result_out_of_range || value > kMaxBatch)) {
       throw Error(option + ": " + std::string(item) + " in '" + std::string(text) +
                   "' is larger than the largest batch megacut models (" +
                   std::to_string(kMaxBatch) + ")");
     }
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value <= 0) {
+    if (!integer || ec != std::errc() || value <= 0) {
       throw Error(option + ": '" + std::string(item) + "' in '" + std::string(text) +
                   "' is not a positive integer (expected a list like 1,2,4,8)");
     }

@@ -218,5 +218,43 @@ TEST(BatchListTest, OneParserForEveryCommand) {
             "--sizes: 'x' in 'x' is not a positive integer (expected a list like 1,2,4,8)");
 }
 
+// Each item of the list, whole, is a positive integer: an empty item (a stray comma), a sign, a
+// space, a fraction or hex is refused, naming the item; a negative beyond 64 bits is not
+// "too large".
+TEST(BatchListTest, EveryItemIsAWholePositiveInteger) {
+  using testing::error_of;
+  EXPECT_EQ(parse_batch_list("1"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(parse_batch_list("32,1,2,16,4,8"), (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
+  const auto refused = [](std::string_view text) {
+    return error_of([&] { parse_batch_list(text); });
+  };
+  const auto not_positive = [](std::string_view item, std::string_view text) {
+    return "--batch: '" + std::string(item) + "' in '" + std::string(text) +
+           "' is not a positive integer (expected a list like 1,2,4,8)";
+  };
+  EXPECT_EQ(refused("1,2,"), not_positive("", "1,2,"));
+  EXPECT_EQ(refused(",1"), not_positive("", ",1"));
+  EXPECT_EQ(refused("1,,2"), not_positive("", "1,,2"));
+  EXPECT_EQ(refused(","), not_positive("", ","));
+  EXPECT_EQ(refused("0"), not_positive("0", "0"));
+  EXPECT_EQ(refused("4,0"), not_positive("0", "4,0"));
+  EXPECT_EQ(refused("-0"), not_positive("-0", "-0"));
+  EXPECT_EQ(refused("+4"), not_positive("+4", "+4"));
+  EXPECT_EQ(refused("4 "), not_positive("4 ", "4 "));
+  EXPECT_EQ(refused("1, 2"), not_positive(" 2", "1, 2"));
+  EXPECT_EQ(refused("1.5"), not_positive("1.5", "1.5"));
+  EXPECT_EQ(refused("0x10"), not_positive("0x10", "0x10"));
+  EXPECT_EQ(refused("8;16"), not_positive("8;16", "8;16"));
+  EXPECT_EQ(refused("-99999999999999999999"),
+            not_positive("-99999999999999999999", "-99999999999999999999"));
+  EXPECT_EQ(refused("99999999999999999999x"),
+            not_positive("99999999999999999999x", "99999999999999999999x"));
+  // The first bad item is named, whatever follows.
+  EXPECT_EQ(refused("2,x,2"), not_positive("x", "2,x,2"));
+  EXPECT_EQ(refused("2,2,x"), "--batch: 2 is listed twice in '2,2,x'");
+  EXPECT_EQ(error_of([] { parse_batch(""); }),
+            "--batch: empty list (expected a list like 1,2,4,8)");
+}
+
 }  // namespace
 }  // namespace megacut::model
