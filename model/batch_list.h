@@ -9,8 +9,8 @@
 namespace megacut::model {
 
 // The largest batch megacut models. Far above any batch a single GPU serves, and low enough
-// that the sizes computed from it (tokens, tiles, bytes) stay well inside 64-bit integers; the
-// graph builder bounds what a batch makes on top of this (model/graph.h).
+// that the sizes computed from it (tokens, tiles, bytes) stay well inside 64-bit integers;
+// make_scenario bounds the tokens a batch makes on top of this (kMaxTokens, model/scenario.h).
 inline constexpr int64_t kMaxBatch = int64_t{1} << 16;
 
 // "1,2,4,8": positive integers of at most kMaxBatch, each once, in increasing order whatever

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/batch_list.h"
 #include "model/error.h"
 
 namespace megacut::model {
@@ -47,8 +48,18 @@ std::vector<std::string> stage_sequence(const Scenario& scenario, Sequence seque
   return order;
 }
 
+int64_t cache_positions(const ModelSpec& model, int64_t prompt_len, int64_t frames) {
+  if (model.tts && frames == 0) frames = kDefaultFrames;
+  return prompt_len + std::max<int64_t>(frames - 1, 1);
+}
+
 Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len, int64_t frames) {
   if (batch <= 0) throw Error("--batch: must be positive, got " + std::to_string(batch));
+  if (batch > kMaxBatch) {
+    throw Error("--batch: " + std::to_string(batch) +
+                " is larger than the largest batch megacut models (" + std::to_string(kMaxBatch) +
+                ")");
+  }
   if (prompt_len <= 0) {
     throw Error("--prompt-len: must be positive, got " + std::to_string(prompt_len));
   }
@@ -57,16 +68,27 @@ Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len
   if (frames > 0 && !model.tts) {
     throw Error("--frames: " + model.name + " is not a TTS pipeline (frames count audio frames)");
   }
+  if (frames > kMaxFrames) {
+    throw Error("--frames: " + std::to_string(frames) +
+                " is more than the largest chunk megacut models (" + std::to_string(kMaxFrames) +
+                " frames)");
+  }
   if (model.tts && frames == 0) frames = kDefaultFrames;
-  // The talker's cache holds the prompt and the positions its decode steps run at (a
-  // streaming step runs one even when the first chunk needs none).
-  const int64_t positions = prompt_len + std::max<int64_t>(frames - 1, 1);
-  if (positions > model.decoder.max_position) {
-    throw Error("--prompt-len: " + std::to_string(prompt_len) + " plus " +
-                std::to_string(positions - prompt_len) +
+  // The positions decoded after the prompt, compared before they are added: a prompt near
+  // 2^63 must not wrap.
+  const int64_t decoded = cache_positions(model, 0, frames);
+  if (prompt_len > model.decoder.max_position - decoded) {
+    throw Error("--prompt-len: " + std::to_string(prompt_len) + " plus " + std::to_string(decoded) +
                 (model.tts ? " decoded frames" : " decoded token") + " exceeds " +
                 model.config_path.string() + " max_position_embeddings " +
                 std::to_string(model.decoder.max_position));
+  }
+  const int64_t positions = prompt_len + decoded;
+  // Divided, not multiplied: a config's max_position_embeddings is not bounded.
+  if (positions > kMaxTokens / batch) {
+    throw Error("--batch: " + std::to_string(batch) + " sequences of " + std::to_string(positions) +
+                " positions (prompt and decoded) are more tokens than megacut models (" +
+                std::to_string(kMaxTokens) + ")");
   }
   Scenario s;
   s.batch = batch;

@@ -48,6 +48,16 @@ struct Scenario {
 
 inline constexpr int64_t kDefaultPromptLen = 128;
 inline constexpr int64_t kDefaultFrames = 4;
+// The most frames a first audio chunk may hold (minutes of audio), and the most tokens (batch
+// times KV-cache positions) a scenario may hold: far beyond what is served, and low enough that
+// the tensor sizes computed from them stay well inside 64 bits.
+inline constexpr int64_t kMaxFrames = int64_t{1} << 12;
+inline constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
+// The positions the talker's KV cache holds: the prompt and the positions its decode steps run
+// at (a streaming step runs one even when the first chunk needs none). `frames` 0 for a TTS
+// pipeline means kDefaultFrames, as in make_scenario.
+int64_t cache_positions(const ModelSpec& model, int64_t prompt_len, int64_t frames);
 
 // The order in which the stages run to the first output, or in one steady-state step: stage
 // names, one per run (each stage appears runs_to_first_output or runs_per_step times). For a

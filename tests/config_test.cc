@@ -5,9 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/scenario.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::model {
 namespace {
@@ -125,6 +129,42 @@ TEST_F(ConfigTest, ScenarioRejectsBadSizes) {
   EXPECT_THROW(make_scenario(spec, 1, -5), Error);
   EXPECT_THROW(make_scenario(spec, 1, 1024), Error);  // no room for a decoded token
   EXPECT_THROW(build_graph(spec, make_scenario(spec, 1, 8), "verify"), Error);
+}
+
+// Sizes that would wrap 64-bit arithmetic, here or in the tensor sizes computed from them, are
+// refused with the flag named: a prompt near 2^63, a chunk of more frames than megacut models,
+// more tokens (batch times positions) than kMaxTokens, even where a config's
+// max_position_embeddings would allow them.
+TEST_F(ConfigTest, ScenarioRefusesSizesThatWouldOverflow) {
+  using megacut::testing::error_of;
+  const ModelSpec llama = load_model("tiny-llama");
+  const std::string config = llama.config_path.string();
+  EXPECT_EQ(error_of([&] { make_scenario(llama, 1, 1023); }), "");
+  EXPECT_EQ(error_of([&] { make_scenario(llama, 1, std::numeric_limits<int64_t>::max()); }),
+            "--prompt-len: 9223372036854775807 plus 1 decoded token exceeds " + config +
+                " max_position_embeddings 1024");
+  EXPECT_EQ(error_of([&] { make_scenario(llama, kMaxBatch + 1, 8); }),
+            "--batch: 65537 is larger than the largest batch megacut models (65536)");
+  const ModelSpec tts = load_model("tiny-qwen3-tts");
+  EXPECT_EQ(error_of([&] { make_scenario(tts, 1, 8, kMaxFrames + 1); }),
+            "--frames: 4097 is more than the largest chunk megacut models (4096 frames)");
+
+  nlohmann::json j = base_;
+  j["max_position_embeddings"] = std::numeric_limits<int64_t>::max();
+  std::ofstream(dir_ / "config.json") << j.dump();
+  const ModelSpec long_context = load_model(dir_.string());
+  // 2^24 tokens: 2^16 sequences of 255 prompt positions and one decoded.
+  EXPECT_EQ(error_of([&] { make_scenario(long_context, kMaxBatch, 255); }), "");
+  EXPECT_EQ(error_of([&] { make_scenario(long_context, kMaxBatch, 256); }),
+            "--batch: 65536 sequences of 257 positions (prompt and decoded) are more tokens than "
+            "megacut models (16777216)");
+  EXPECT_EQ(
+      error_of([&] { make_scenario(long_context, 2, std::numeric_limits<int64_t>::max() - 1); }),
+      "--batch: 2 sequences of 9223372036854775807 positions (prompt and decoded) are more "
+      "tokens than megacut models (16777216)");
+  EXPECT_EQ(error_of([&] { make_scenario(long_context, 1, std::numeric_limits<int64_t>::max()); }),
+            "--prompt-len: 9223372036854775807 plus 1 decoded token exceeds " +
+                (dir_ / "config.json").string() + " max_position_embeddings 9223372036854775807");
 }
 
 }  // namespace
