@@ -63,10 +63,13 @@ class JsonField {
   }
   int64_t integer(int64_t min, int64_t max = std::numeric_limits<int64_t>::max()) const {
     if (!value_.is_number_integer()) fail("expected an integer, got " + brief());
-    const int64_t v = value_.get<int64_t>();
-    if (v < min || v > max) {
+    // An unsigned value beyond int64_t, which get<int64_t> would wrap into a negative.
+    const bool beyond = value_.is_number_unsigned() &&
+                        value_.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()};
+    const int64_t v = beyond ? 0 : value_.get<int64_t>();
+    if (beyond || v < min || v > max) {
       fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-           "], got " + std::to_string(v));
+           "], got " + value_.dump());
     }
     return v;
   }

@@ -5,9 +5,11 @@
 #include <fstream>
 #include <limits>
 
+#include "model/batch_list.h"
 #include "model/config.h"
 #include "model/error.h"
 #include "model/json_field.h"
+#include "model/scenario.h"
 #include "model/text.h"
 
 namespace megacut::simulator {
@@ -19,6 +21,35 @@ using Node = model::JsonField;
 
 constexpr int kMaxInt = std::numeric_limits<int>::max();
 
+// The longest duration a profile may hold: an hour. Nothing the profiler times (a kernel, a
+// task, a gap, a launch) comes near it; a larger value is a damaged or hand-edited file, which
+// summed over a stage once wrapped 64-bit nanoseconds into negative or plausible-looking times.
+constexpr double kMaxDurationNs = 3600e9;
+
+// What a duration times: the work of a kernel or a task, which no measurement finds to take no
+// time at all, or a gap, launch or overhead, which may be 0 (PDL hides a kernel gap).
+enum class Duration { work, gap };
+
+// Latency statistics in nanoseconds, each figure at most kMaxDurationNs and, for work, its
+// minimum (so every figure) above 0.
+LatencyStats duration_from(const Node& n, Duration what) {
+  const LatencyStats s = n.stats_ns();
+  const std::pair<const char*, double> figures[] = {
+      {"mean", s.mean}, {"stdev", s.stdev}, {"min", s.min}, {"p50", s.p50},
+      {"p90", s.p90},   {"p95", s.p95},     {"p99", s.p99}, {"max", s.max}};
+  for (const auto& [key, value] : figures) {
+    if (value > kMaxDurationNs) {
+      n.at(key).fail(json(value).dump() +
+                     " ns is more than an hour: not a duration the profiler measures");
+    }
+  }
+  if (what == Duration::work && !(s.min > 0)) {
+    n.at("min").fail("expected a duration above 0 ns (a kernel or task takes some time), got " +
+                     json(s.min).dump());
+  }
+  return s;
+}
+
 json launch_to_json(const LaunchConfig& c) {
   return {{"grid", c.grid},
           {"block", c.block},
@@ -26,16 +57,18 @@ json launch_to_json(const LaunchConfig& c) {
           {"smem_bytes", c.smem_bytes}};
 }
 
-std::array<int64_t, 3> dims(const Node& n) {
+// A launch's [x, y, z], each within CUDA's limits (`most`), so that their product, the CTAs
+// the simulator counts, stays within 64 bits.
+std::array<int64_t, 3> dims(const Node& n, const std::array<int64_t, 3>& most) {
   const std::vector<Node> items = n.list();
   if (items.size() != 3) n.fail("expected [x, y, z]");
-  return {items[0].integer(1), items[1].integer(1), items[2].integer(1)};
+  return {items[0].integer(1, most[0]), items[1].integer(1, most[1]), items[2].integer(1, most[2])};
 }
 
 LaunchConfig launch_from(const Node& n) {
   LaunchConfig c;
-  c.grid = dims(n.at("grid"));
-  c.block = dims(n.at("block"));
+  c.grid = dims(n.at("grid"), {kMaxInt, 65535, 65535});
+  c.block = dims(n.at("block"), {1024, 1024, 64});
   c.registers = static_cast<int>(n.at("registers").integer(0, 255));
   c.smem_bytes = n.at("smem_bytes").integer(0);
   return c;
@@ -96,12 +129,15 @@ OpProfile op_from(const Node& n, int sm_count) {
         c.at("provider").fail("expected \"ours\" or \"cublas\", got \"" + k.provider + "\"");
       }
     }
-    k.duration_ns = c.at("duration_ns").stats_ns();
+    k.duration_ns = duration_from(c.at("duration_ns"), Duration::work);
     // Absent for the stage's last op; the simulator says so if an absent gap is needed.
-    if (c.has("gap_to_next_ns")) k.gap_to_next_ns = c.at("gap_to_next_ns").stats_ns();
+    if (c.has("gap_to_next_ns"))
+      k.gap_to_next_ns = duration_from(c.at("gap_to_next_ns"), Duration::gap);
     k.launch = launch_from(c.at("launch"));
-    if (c.has("standalone_cold_ns")) k.standalone_cold_ns = c.at("standalone_cold_ns").stats_ns();
-    if (c.has("standalone_warm_ns")) k.standalone_warm_ns = c.at("standalone_warm_ns").stats_ns();
+    if (c.has("standalone_cold_ns"))
+      k.standalone_cold_ns = duration_from(c.at("standalone_cold_ns"), Duration::work);
+    if (c.has("standalone_warm_ns"))
+      k.standalone_warm_ns = duration_from(c.at("standalone_warm_ns"), Duration::work);
     op.conv = std::move(k);
   }
   if (n.has("tasks")) {
@@ -113,8 +149,8 @@ OpProfile op_from(const Node& n, int sm_count) {
       if (!op.tasks.empty() && b.ctas <= op.tasks.back().ctas) {
         t.at("ctas").fail("CTA counts must increase");
       }
-      b.duration_ns = t.at("duration_ns").stats_ns();
-      if (t.has("startup_ns")) b.startup_ns = t.at("startup_ns").stats_ns();
+      b.duration_ns = duration_from(t.at("duration_ns"), Duration::work);
+      if (t.has("startup_ns")) b.startup_ns = duration_from(t.at("startup_ns"), Duration::gap);
       op.tasks.push_back(std::move(b));
     }
     op.task_region = region_config_from(n.at("task_region"));
@@ -148,9 +184,10 @@ std::vector<GraphLaunchPoint> launch_points_from(const Node& parent) {
     if (!points.empty() && point.nodes <= points.back().nodes) {
       g.at("nodes").fail("node counts must increase");
     }
-    point.launch_ns = g.at("launch_ns").stats_ns();
-    if (g.has("span_ns")) point.span_ns = g.at("span_ns").stats_ns();
-    if (g.has("back_to_back_ns")) point.back_to_back_ns = g.at("back_to_back_ns").stats_ns();
+    point.launch_ns = duration_from(g.at("launch_ns"), Duration::gap);
+    if (g.has("span_ns")) point.span_ns = duration_from(g.at("span_ns"), Duration::gap);
+    if (g.has("back_to_back_ns"))
+      point.back_to_back_ns = duration_from(g.at("back_to_back_ns"), Duration::gap);
     points.push_back(std::move(point));
   }
   return points;
@@ -268,12 +305,24 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   // The config must describe a model the builders know; check it now rather than at use.
   const model::ModelSpec spec =
       model::parse_model(p.model_config, p.model_name, file + " (model.config)");
-  p.prompt_len = root.at("prompt_len").integer(1);
+  // The scenario is checked here, naming the field: later, make_scenario would blame the
+  // command-line flags (--prompt-len, --frames, --batch) a user of the profile never gave.
+  p.prompt_len = root.at("prompt_len").integer(1, spec.decoder.max_position);
   if (const std::optional<Node> frames = root.optional("frames")) {
-    p.frames = frames->integer(0);
+    p.frames = frames->integer(0, model::kMaxFrames);
     if (p.frames > 0 && !spec.tts)
       frames->fail("a frame count, but the model is not a TTS pipeline");
   }
+  // Compared before they are added, as in make_scenario.
+  const int64_t decoded = model::cache_positions(spec, 0, p.frames);
+  if (p.prompt_len > spec.decoder.max_position - decoded) {
+    root.at("prompt_len")
+        .fail(std::to_string(p.prompt_len) + " plus " + std::to_string(decoded) +
+              (spec.tts ? " decoded frames" : " decoded token") +
+              " exceeds model.config max_position_embeddings " +
+              std::to_string(spec.decoder.max_position));
+  }
+  const int64_t positions = p.prompt_len + decoded;
 
   const Node device = root.at("device");
   p.device.name = device.at("name").string();
@@ -281,31 +330,44 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   p.device.l2_bytes = device.at("l2_bytes").integer(0);
   p.device.registers_per_sm = device.at("registers_per_sm").integer(1);
   p.device.copy_bandwidth_gb_per_s = device.at("copy_bandwidth_gb_per_s").positive_number();
+  // Bytes over this bandwidth are times: a bandwidth near 0 makes every transfer endless.
+  if (p.device.copy_bandwidth_gb_per_s < 1e-3 || p.device.copy_bandwidth_gb_per_s > 1e6) {
+    device.at("copy_bandwidth_gb_per_s")
+        .fail("expected a bandwidth in [0.001, 1000000] GB/s, got " +
+              json(p.device.copy_bandwidth_gb_per_s).dump());
+  }
 
   const Node micro = root.at("micro");
   MicroBenchmarks& m = p.micro;
-  m.graph_launch_ns = micro.at("graph_launch_ns").stats_ns();
-  m.kernel_gap_ns = micro.at("kernel_gap_ns").stats_ns();
-  m.kernel_gap_pdl_ns = micro.at("kernel_gap_pdl_ns").stats_ns();
-  m.region_launch_ns = micro.at("region_launch_ns").stats_ns();
-  m.region_drain_ns = micro.at("region_drain_ns").stats_ns();
-  m.counter_signal_to_wait_ns = micro.at("counter_signal_to_wait_ns").stats_ns();
+  m.graph_launch_ns = duration_from(micro.at("graph_launch_ns"), Duration::gap);
+  m.kernel_gap_ns = duration_from(micro.at("kernel_gap_ns"), Duration::gap);
+  m.kernel_gap_pdl_ns = duration_from(micro.at("kernel_gap_pdl_ns"), Duration::gap);
+  m.region_launch_ns = duration_from(micro.at("region_launch_ns"), Duration::gap);
+  m.region_drain_ns = duration_from(micro.at("region_drain_ns"), Duration::gap);
+  m.counter_signal_to_wait_ns = duration_from(micro.at("counter_signal_to_wait_ns"), Duration::gap);
   if (micro.has("dependency_check_round_ns")) {
-    m.dependency_check_round_ns = micro.at("dependency_check_round_ns").stats_ns();
+    m.dependency_check_round_ns =
+        duration_from(micro.at("dependency_check_round_ns"), Duration::gap);
   }
   m.graph_launch_by_nodes = launch_points_from(micro);
 
   for (const Node& b : root.at("batches").list()) {
     BatchProfile batch;
-    batch.batch = b.at("batch").integer(1);
+    batch.batch = b.at("batch").integer(1, model::kMaxBatch);
     if (!p.batches.empty() && batch.batch <= p.batches.back().batch) {
       b.at("batch").fail("batch sizes must increase");
+    }
+    if (positions > model::kMaxTokens / batch.batch) {
+      b.at("batch").fail(std::to_string(batch.batch) + " sequences of " +
+                         std::to_string(positions) +
+                         " positions (prompt and decoded) are more tokens than megacut models (" +
+                         std::to_string(model::kMaxTokens) + ")");
     }
     for (const Node& s : b.at("stages").list()) {
       StageProfile stage;
       stage.stage = s.at("stage").string();
       if (batch.stage(stage.stage) != nullptr) s.at("stage").fail("stage given twice");
-      if (s.has("graph_ns")) stage.graph_ns = s.at("graph_ns").stats_ns();
+      if (s.has("graph_ns")) stage.graph_ns = duration_from(s.at("graph_ns"), Duration::gap);
       const std::vector<Node> ops = s.at("ops").list();
       for (size_t i = 0; i < ops.size(); ++i) {
         OpProfile op = op_from(ops[i], p.device.sm_count);

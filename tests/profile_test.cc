@@ -131,6 +131,84 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
       {[](auto& j) { j["model"]["config"].erase("hidden_size"); },
        "llama.json (model.config): field 'hidden_size': missing"},
       {[](auto& j) { j["batches"] = 3; }, "llama.json: field 'batches': expected a list, got 3"},
+      {[](auto& j) { j["device"]["sm_count"] = "132"; },
+       "llama.json: field 'device.sm_count': expected an integer, got \"132\""},
+      // Beyond int64_t: named as written, not as the negative it would wrap to.
+      {[](auto& j) { j["prompt_len"] = std::numeric_limits<uint64_t>::max(); },
+       "llama.json: field 'prompt_len': expected an integer in [1, 1024], got "
+       "18446744073709551615"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    c.edit(j);
+    EXPECT_EQ(error_of(j), c.message);
+  }
+}
+
+// Numbers a measurement cannot give, which the simulator would scale and sum into times that
+// wrap or divide by: each names its field, as read, before any graph is built.
+TEST(ProfileTest, ImplausibleNumbersNameTheField) {
+  const nlohmann::json good = profile_to_json(tiny());
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  const std::string op = "batches[0].stages[0].ops[2]";
+  const auto at_op = [](nlohmann::json& j) -> nlohmann::json& {
+    return j["batches"][0]["stages"][0]["ops"][2];
+  };
+  const std::vector<Case> cases{
+      {[&](auto& j) { at_op(j)["conv"]["duration_ns"]["max"] = 4e12; },
+       "llama.json: field '" + op +
+           ".conv.duration_ns.max': 4000000000000.0 ns is more than an hour: not a duration the "
+           "profiler measures"},
+      {[](auto& j) {
+         j["micro"]["kernel_gap_ns"]["p99"] = 1e300;
+         j["micro"]["kernel_gap_ns"]["max"] = 1e300;
+       },
+       "llama.json: field 'micro.kernel_gap_ns.p99': 1e+300 ns is more than an hour: not a "
+       "duration the profiler measures"},
+      {[&](auto& j) {
+         for (const char* key : {"mean", "min", "p50", "p90", "p95", "p99", "max"}) {
+           at_op(j)["conv"]["duration_ns"][key] = 0;
+         }
+       },
+       "llama.json: field '" + op +
+           ".conv.duration_ns.min': expected a duration above 0 ns (a kernel or task takes some "
+           "time), got 0.0"},
+      {[](auto& j) {
+         j["batches"][0]["stages"][1]["ops"][3]["tasks"][0]["duration_ns"]["min"] = 0;
+       },
+       "llama.json: field 'batches[0].stages[1].ops[3].tasks[0].duration_ns.min': expected a "
+       "duration above 0 ns (a kernel or task takes some time), got 0.0"},
+      {[&](auto& j) {
+         at_op(j)["conv"]["launch"]["grid"] = {1, 65536, 1};
+       },
+       "llama.json: field '" + op +
+           ".conv.launch.grid[1]': expected an integer in [1, 65535], got 65536"},
+      {[&](auto& j) {
+         at_op(j)["conv"]["launch"]["block"] = {2048, 1, 1};
+       },
+       "llama.json: field '" + op +
+           ".conv.launch.block[0]': expected an integer in [1, 1024], got 2048"},
+      {[](auto& j) { j["device"]["copy_bandwidth_gb_per_s"] = 1e-9; },
+       "llama.json: field 'device.copy_bandwidth_gb_per_s': expected a bandwidth in [0.001, "
+       "1000000] GB/s, got 1e-09"},
+      // tiny-llama's max_position_embeddings is 1024: no room for the decoded token.
+      {[](auto& j) { j["prompt_len"] = 1024; },
+       "llama.json: field 'prompt_len': 1024 plus 1 decoded token exceeds model.config "
+       "max_position_embeddings 1024"},
+      {[](auto& j) { j["frames"] = 5000; },
+       "llama.json: field 'frames': expected an integer in [0, 4096], got 5000"},
+      {[](auto& j) { j["batches"][1]["batch"] = 65537; },
+       "llama.json: field 'batches[1].batch': expected an integer in [1, 65536], got 65537"},
+      // 65536 sequences of 1001 positions: more than 2^24 tokens.
+      {[](auto& j) {
+         j["prompt_len"] = 1000;
+         j["batches"][1]["batch"] = 65536;
+       },
+       "llama.json: field 'batches[1].batch': 65536 sequences of 1001 positions (prompt and "
+       "decoded) are more tokens than megacut models (16777216)"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
