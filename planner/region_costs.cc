@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/error.h"
 #include "model/schedule.h"
 #include "simulator/megakernel.h"
 
@@ -20,8 +21,18 @@ MkRegionEvaluator::MkRegionEvaluator(simulator::Simulator& sim, std::string_view
 
 std::vector<TimeNs> MkRegionEvaluator::makespans(int begin, std::span<const int> ends,
                                                  const Filter& filter) {
+  if (ends.empty()) return {};
+  try {
+    return makespans_of(begin, ends, filter);
+  } catch (const simulator::TimeOverflow& e) {
+    throw Error(sim_.where(stage_, batch_, {model::RegionKind::mk, begin, ends.back()}) + ": " +
+                e.what());
+  }
+}
+
+std::vector<TimeNs> MkRegionEvaluator::makespans_of(int begin, std::span<const int> ends,
+                                                    const Filter& filter) {
   std::vector<TimeNs> out;
-  if (ends.empty()) return out;
   const model::Schedule whole = model::make_schedule(graph_, begin, ends.back(), queues_);
   // The schedule of [begin, end): the whole one cut at `end`.
   auto cut = [&](int end) {

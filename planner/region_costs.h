@@ -55,6 +55,9 @@ class MkRegionEvaluator {
   const Stats& stats() const { return stats_; }
 
  private:
+  // makespans, whose megakernel runs throw simulator::TimeOverflow without saying where.
+  std::vector<TimeNs> makespans_of(int begin, std::span<const int> ends, const Filter& filter);
+
   simulator::Simulator& sim_;
   std::string stage_;
   int64_t batch_;

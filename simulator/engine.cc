@@ -3,8 +3,18 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 namespace megacut::simulator {
+
+void throw_time_overflow(double ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", ns);
+  throw TimeOverflow(std::string("a predicted time of ") + text +
+                     " ns passes 2^53 ns (104 days): the profile's durations, summed or scaled "
+                     "by this graph's tiles, are implausible");
+}
 
 void Engine::schedule(TimeNs at, EventHandler* handler, int64_t payload) {
   assert(at >= now_);
@@ -61,7 +71,7 @@ TimeNs SharedBandwidth::first_completion() const {
   // n transfers each get bytes_per_ns / n: the first needs (finish - served) * n / rate more.
   const double remaining = std::max(0.0, heap_.front().finish - virtual_bytes_);
   const double ns = remaining * static_cast<double>(heap_.size()) / bytes_per_ns_;
-  return last_ + static_cast<TimeNs>(std::ceil(ns));
+  return add_time(last_, time_from_ns(std::ceil(ns)));
 }
 
 TimeNs SharedBandwidth::next_event_time() const {

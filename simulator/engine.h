@@ -9,15 +9,49 @@
 // already queued.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <vector>
 
+#include "model/error.h"
+
 namespace megacut::simulator {
 
 using TimeNs = int64_t;
 inline constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+// The longest time the simulator reckons with: 2^53 ns, some 104 days. Far beyond any run it
+// predicts, exact in a double, and small enough that sums of thousands of such times stay inside
+// 64 bits. A profile's durations are bounded on read, but the simulator scales them by tile
+// counts and sums them over many tasks and runs: without a bound, implausible inputs wrapped
+// into negative or plausible-looking times. The two functions below refuse to pass it.
+inline constexpr TimeNs kMaxTimeNs = TimeNs{1} << 53;
+// What the two functions throw. The engine knows no profile: the simulator catches it and says
+// which profile, batch, stage and region the time was predicted for.
+class TimeOverflow : public Error {
+ public:
+  using Error::Error;
+};
+// Throws TimeOverflow for a predicted time of `ns`.
+[[noreturn]] void throw_time_overflow(double ns);
+// a + b; throws TimeOverflow when the sum is further than kMaxTimeNs from 0. Inline: the
+// megakernel run adds a time per task event.
+inline TimeNs add_time(TimeNs a, TimeNs b) {
+  TimeNs sum = 0;
+  if (__builtin_add_overflow(a, b, &sum) || sum > kMaxTimeNs || sum < -kMaxTimeNs) [[unlikely]] {
+    throw_time_overflow(static_cast<double>(a) + static_cast<double>(b));
+  }
+  return sum;
+}
+// `ns` rounded to the nearest nanosecond; throws TimeOverflow when it is not finite or is
+// further than kMaxTimeNs from 0.
+inline TimeNs time_from_ns(double ns) {
+  if (!(std::abs(ns) <= static_cast<double>(kMaxTimeNs))) [[unlikely]]
+    throw_time_overflow(ns);
+  return static_cast<TimeNs>(std::llround(ns));
+}
 
 // Receives events and resource completions. `payload` is the handler's own (an index, a
 // phase): no allocation per event.

@@ -184,7 +184,7 @@ class Run final : public EventHandler {
         }
         [[fallthrough]];
       case kMoved:
-        engine_.schedule(now + costs_.fixed_ns[j + cost_offset_], this, (j << 2) | kEnd);
+        engine_.schedule(add_time(now, costs_.fixed_ns[j + cost_offset_]), this, (j << 2) | kEnd);
         break;
       case kEnd:
         finish(j, now);

@@ -11,9 +11,8 @@
 namespace megacut::simulator {
 namespace {
 
-TimeNs to_ns(double value) { return static_cast<TimeNs>(std::llround(value)); }
-TimeNs p50(const LatencyStats& s) { return to_ns(s.p50); }
-TimeNs mean(const LatencyStats& s) { return to_ns(s.mean); }
+TimeNs p50(const LatencyStats& s) { return time_from_ns(s.p50); }
+TimeNs mean(const LatencyStats& s) { return time_from_ns(s.mean); }
 
 // Whether any task benchmark of the profile holds a region startup (TaskBenchmark::startup_ns).
 bool has_region_startup(const Profile& profile) {
@@ -223,6 +222,10 @@ std::string Simulator::where(const StageState& s, int op) const {
   return text;
 }
 
+std::string Simulator::where(std::string_view stage, int64_t batch, const model::Region& region) {
+  return where(state(stage, batch), -1) + ", " + region_text(region);
+}
+
 Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   const auto key = std::make_pair(std::string(stage), batch);
   if (auto it = stages_.find(key); it != stages_.end()) return *it->second;
@@ -261,9 +264,13 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
     }
   }
   const GraphLaunchFit launch = graph_launch(batch);
-  s->launch_fixed_ns = to_ns(launch.fixed_ns);
-  s->launch_node_ns = to_ns(launch.per_node_ns);
-  s->trace_excess_node_ns = to_ns(launch.trace_excess_per_node_ns);
+  try {
+    s->launch_fixed_ns = time_from_ns(launch.fixed_ns);
+    s->launch_node_ns = time_from_ns(launch.per_node_ns);
+    s->trace_excess_node_ns = time_from_ns(launch.trace_excess_per_node_ns);
+  } catch (const TimeOverflow& e) {
+    throw Error(where(*s, -1) + ", the graph launch fit: " + e.what());
+  }
   s->task_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
@@ -421,7 +428,7 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
       const int64_t deps = waits[id - first];
       const int64_t rounds = (deps + config.threads - 1) / config.threads;
       costs.fixed_ns[id - first] =
-          to_ns(m.fit.solo_ns * size * slowdown + static_cast<double>(rounds) * round_ns);
+          time_from_ns(m.fit.solo_ns * size * slowdown + static_cast<double>(rounds) * round_ns);
       costs.bytes[id - first] = m.fit.shared_ns * bandwidth * share;
     }
   }
@@ -473,12 +480,14 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
     // Which SMs a kernel occupies is the hardware's choice: count its CTAs on the first ones.
     const int64_t ctas = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
-    for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) r.sm_busy_ns[sm] += d;
-    t += d;
+    for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) {
+      r.sm_busy_ns[sm] = add_time(r.sm_busy_ns[sm], d);
+    }
+    t = add_time(t, d);
     if (op + 1 < r.region.end) {
       const TimeNs g = conv_gap(s, op, r.region);
       if (g > 0) r.critical_path.push_back(PathStep{StepKind::gap, op + 1, -1, -1, t, t + g});
-      t += g;
+      t = add_time(t, g);
     }
   }
   r.kernels = r.region.end - r.region.begin;
@@ -508,18 +517,18 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   // region's barrier, tens of ns, is so counted twice.
   const std::optional<double> startup =
       op_model(s, r.region.begin, r.region).startup_at(schedule.queue_count());
-  r.launch_ns = p50(micro.region_launch_ns) + (startup ? to_ns(*startup) : 0);
+  r.launch_ns = add_time(p50(micro.region_launch_ns), startup ? time_from_ns(*startup) : 0);
   r.drain_ns = p50(micro.region_drain_ns);
   r.work_ns = run.makespan_ns;
   r.events = run.events;
-  const TimeNs offset = r.gap_ns + r.launch_ns;
+  const TimeNs offset = add_time(r.gap_ns, r.launch_ns);
   r.critical_path.push_back(PathStep{StepKind::launch, r.region.begin, -1, -1, r.gap_ns, offset});
   for (PathStep step : run.critical_path) {
     step.start_ns += offset;
     step.end_ns += offset;
     r.critical_path.push_back(step);
   }
-  const TimeNs end = offset + r.work_ns;
+  const TimeNs end = add_time(offset, r.work_ns);
   r.critical_path.push_back(
       PathStep{StepKind::drain, r.region.end - 1, -1, -1, end, end + r.drain_ns});
   r.spans = std::move(run.spans);
@@ -528,7 +537,7 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
     span.end_ns += offset;
   }
   r.sm_busy_ns = std::move(run.lane_busy_ns);
-  r.time_ns = end + r.drain_ns;
+  r.time_ns = add_time(end, r.drain_ns);
 }
 
 std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view stage,
@@ -564,14 +573,20 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   r->launch_fixed_ns = before == Boundary::stage_start ? s.launch_fixed_ns : 0;
   r->launch_node_ns = s.launch_node_ns;
   r->trace_excess_node_ns = s.trace_excess_node_ns;
-  r->gap_ns = gap_before(s, region, before) + r->graph_nodes * s.launch_node_ns;
-  if (r->gap_ns > 0) {
-    r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
-  }
-  if (region.kind == model::RegionKind::conv) {
-    simulate_conv(s, *r);
-  } else {
-    simulate_mk(s, *r);
+  try {
+    r->gap_ns = add_time(
+        gap_before(s, region, before),
+        time_from_ns(static_cast<double>(r->graph_nodes) * static_cast<double>(s.launch_node_ns)));
+    if (r->gap_ns > 0) {
+      r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
+    }
+    if (region.kind == model::RegionKind::conv) {
+      simulate_conv(s, *r);
+    } else {
+      simulate_mk(s, *r);
+    }
+  } catch (const TimeOverflow& e) {
+    throw Error(where(s, -1) + ", " + region_text(region) + ": " + e.what());
   }
   ++cache_stats_.misses;
   regions_.emplace(std::move(key), r);
@@ -594,8 +609,8 @@ TimeNs Simulator::sequence_ns(const Prediction& p, const model::Scenario& scenar
   for (const std::string& name : model::stage_sequence(scenario, which)) {
     const StagePrediction& stage = p.stage(name);
     const TimeNs launch = stage.graph_launch_ns() + stage.trace_excess_ns();
-    host += launch;
-    gpu = std::max(first ? 0 : gpu + graph_gap, host) + stage.time_ns - launch;
+    host = add_time(host, launch);
+    gpu = add_time(std::max(first ? 0 : add_time(gpu, graph_gap), host), stage.time_ns - launch);
     first = false;
   }
   return gpu;
@@ -665,8 +680,12 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
           sp.path_overhead_ns += d;
         }
       }
-      for (int sm = 0; sm < sms; ++sm) busy[sm] += r->sm_busy_ns[sm];
-      t += r->time_ns;
+      try {
+        for (int sm = 0; sm < sms; ++sm) busy[sm] = add_time(busy[sm], r->sm_busy_ns[sm]);
+        t = add_time(t, r->time_ns);
+      } catch (const TimeOverflow& e) {
+        throw Error(where(state(stage.name, batch), -1) + ": " + e.what());
+      }
       before = region.kind == model::RegionKind::mk ? Boundary::after_mk : Boundary::after_conv;
       sp.regions.push_back(std::move(r));
     }
@@ -690,8 +709,13 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     }
     p.stages.push_back(std::move(sp));
   }
-  p.ttfo_ns = sequence_ns(p, sc, model::Sequence::first_output);
-  p.decode_step_ns = sequence_ns(p, sc, model::Sequence::step);
+  try {
+    p.ttfo_ns = sequence_ns(p, sc, model::Sequence::first_output);
+    p.decode_step_ns = sequence_ns(p, sc, model::Sequence::step);
+  } catch (const TimeOverflow& e) {
+    throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
+                ", the stages in sequence: " + e.what());
+  }
   p.output_unit = sc.output_unit;
   if (p.decode_step_ns > 0) {
     p.throughput_per_s = static_cast<double>(batch) * sc.outputs_per_step * 1e9 /

@@ -80,6 +80,10 @@ class Simulator {
   const StageProfile& stage_profile(std::string_view stage, int64_t batch);
   std::optional<Interpolation> interpolation(int64_t batch) const;
 
+  // "profile <file>: batch <b>, stage <s>, <kind>[a:b]", for errors about a region: a caller
+  // that runs the region's megakernel itself adds it to the TimeOverflow it may throw.
+  std::string where(std::string_view stage, int64_t batch, const model::Region& region);
+
   // One region from its boundary to its end. Cached by content.
   std::shared_ptr<const RegionResult> simulate_region(std::string_view stage, int64_t batch,
                                                       const model::Region& region, Boundary before);

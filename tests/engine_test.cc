@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <utility>
 #include <vector>
+
+#include "tests/support/error_of.h"
 
 namespace megacut::simulator {
 namespace {
@@ -105,6 +108,40 @@ TEST(SharedBandwidthTest, ManyTransfersFinishInOrderOfSize) {
   ASSERT_EQ(seen.size(), static_cast<size_t>(n));
   for (int k = 1; k < n; ++k) EXPECT_LT(seen[k - 1].second, seen[k].second);
   EXPECT_EQ(seen.back().first, n * (n + 1) / 2 * 1000);
+}
+
+// Times are bounded at 2^53 ns both ways: a sum or a conversion past it throws, never wraps
+// into a negative or plausible-looking time (and never converts NaN or infinity).
+TEST(EngineTest, TimesPast2To53NsThrowInsteadOfWrapping) {
+  using testing::error_of;
+  constexpr TimeNs kMax = kMaxTimeNs;
+  EXPECT_EQ(add_time(kMax - 1, 1), kMax);
+  EXPECT_EQ(add_time(-kMax, kMax), 0);
+  EXPECT_EQ(time_from_ns(1.4), 1);
+  EXPECT_EQ(time_from_ns(-2.6), -3);
+  EXPECT_EQ(time_from_ns(static_cast<double>(kMax)), kMax);
+  EXPECT_EQ(error_of([] { add_time(kMaxTimeNs, 1); }),
+            "a predicted time of 9.0072e+15 ns passes 2^53 ns (104 days): the profile's "
+            "durations, summed or scaled by this graph's tiles, are implausible");
+  EXPECT_THROW(add_time(-kMax, -1), TimeOverflow);
+  // Past 2^63 too: the sum is checked before it could wrap.
+  EXPECT_THROW(add_time(std::numeric_limits<TimeNs>::max(), 1), TimeOverflow);
+  EXPECT_THROW(add_time(std::numeric_limits<TimeNs>::min(), -1), TimeOverflow);
+  EXPECT_THROW(time_from_ns(1e300), TimeOverflow);
+  EXPECT_THROW(time_from_ns(-1e300), TimeOverflow);
+  EXPECT_THROW(time_from_ns(std::numeric_limits<double>::infinity()), TimeOverflow);
+  EXPECT_THROW(time_from_ns(std::numeric_limits<double>::quiet_NaN()), TimeOverflow);
+}
+
+// 1 TB/s and 1 B: done at 1 ns. At 10^-9 B/ns, 10^8 B would take 10^17 ns: past 2^53.
+TEST(SharedBandwidthTest, ATransferPast2To53NsThrows) {
+  Recorder r;
+  SharedBandwidth fast(1000);
+  fast.start(0, 1, &r, 0);
+  EXPECT_EQ(fast.next_event_time(), 1);
+  SharedBandwidth slow(1e-9);
+  slow.start(0, 1e8, &r, 0);
+  EXPECT_THROW(slow.next_event_time(), TimeOverflow);
 }
 
 }  // namespace

@@ -137,6 +137,25 @@ TEST(RegionEvaluatorTest, LongRegionsOnAManySmDeviceMatchFreshSimulations) {
   EXPECT_GT(evaluator.stats().resumed, 100);
 }
 
+// The evaluator runs megakernels itself, without Simulator::simulate_region: a time past 2^53
+// ns there names the profile, batch, stage and regions too.
+TEST(RegionEvaluatorTest, TimesPast2To53NsNameWhereTheyArise) {
+  simulator::Profile p = testing::synthetic_profile("tiny-llama", {1}, 16);
+  for (simulator::StageProfile& s : p.batches[0].stages) {
+    if (s.stage != "decode") continue;
+    for (simulator::TaskBenchmark& t : s.ops.at(9).tasks) {
+      t.duration_ns = model::constant_stats(1e300);
+    }
+  }
+  simulator::Simulator sim(std::move(p));
+  MkRegionEvaluator evaluator(sim, "decode", 1);
+  const std::vector<int> ends{5, 12, 28};
+  const std::string message = testing::error_of([&] { evaluator.makespans(3, ends); });
+  EXPECT_EQ(message.substr(0, message.find(": a predicted time")),
+            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:28]")
+      << message;
+}
+
 TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
   // 96 cases: one-layer llama and qwen3, prefill and decode, batches 1 and 2, 12 random
   // profiles each, K from 1 to 8. The DP's K best times equal the exhaustive enumeration's,

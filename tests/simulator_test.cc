@@ -304,6 +304,36 @@ TEST(SimulatorTest, MissingDataNamesOpStageAndBatch) {
             "profile that batch, or allow interpolation (--allow-interpolate)");
 }
 
+// A profile built in code skips the reader's bound on durations (an hour): times that pass
+// 2^53 ns, summed or converted, name the profile, batch, stage and region, where they once
+// wrapped into negative or plausible-looking predictions.
+TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
+  // 28 kernels of 10^15 ns: the tenth brings prefill past 2^53 (9.007 x 10^15) ns.
+  Simulator summed(uniform_conv(tiny(), 1e15, 200));
+  const std::string message = error_of(summed, "conv", 1);
+  EXPECT_EQ(message.substr(0, message.find(": a predicted time")),
+            "profile synthetic tiny-llama: batch 1, stage prefill, conv[0:28]")
+      << message;
+  EXPECT_NE(message.find("passes 2^53 ns (104 days)"), std::string::npos) << message;
+
+  Profile p = tiny();
+  op_of(p, 2, "decode", 5).conv->duration_ns = constant_stats(1e300);
+  Simulator one(std::move(p));
+  EXPECT_EQ(error_of(one, "decode: conv[0:5] mk[5:28]", 2), "(no error)");
+  EXPECT_EQ(error_of(one, "decode: conv[0:9] mk[9:28]", 2),
+            "profile synthetic tiny-llama: batch 2, stage decode, conv[0:9]: a predicted time of "
+            "1e+300 ns passes 2^53 ns (104 days): the profile's durations, summed or scaled by "
+            "this graph's tiles, are implausible");
+
+  Profile q = tiny();
+  for (TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1e300);
+  Simulator tasks(std::move(q));
+  const std::string mk = error_of(tasks, "decode: conv[0:3] mk[3:28]", 1);
+  EXPECT_EQ(mk.substr(0, mk.find(": a predicted time")),
+            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:28]")
+      << mk;
+}
+
 TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
   Profile p = tiny();
   op_of(p, 1, "decode", 6).name = "layers.0.attn.out";
