@@ -352,13 +352,23 @@ std::vector<std::string> bundled_models() {
 }
 
 json read_json_file(const fs::path& path) {
+  // A directory opens, and reads as nothing: "not valid JSON" would not say what is wrong.
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw Error(path.string() + ": a directory, not a file");
   std::ifstream in(path);
   if (!in) throw Error(path.string() + ": cannot open file");
   std::stringstream text;
   text << in.rdbuf();
+  const std::string bytes = text.str();
+  if (bytes.empty()) throw Error(path.string() + ": not valid JSON (the file is empty)");
   try {
-    return json::parse(text.str());
+    return json::parse(bytes);
   } catch (const json::parse_error& e) {
+    // The parser reports the end of input one byte past the last.
+    if (e.byte > bytes.size()) {
+      throw Error(path.string() + ": not valid JSON (it ends, after " +
+                  std::to_string(bytes.size()) + " bytes, inside a value: truncated?)");
+    }
     throw Error(path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
   }
 }

@@ -68,6 +68,26 @@ TEST_F(ConfigTest, MalformedJson) {
   EXPECT_NE(e.find("config.json: not valid JSON"), std::string::npos) << e;
 }
 
+// Every JSON file megacut reads (configs, profiles, plans, validations) says how it is not JSON:
+// empty, cut short, bad at a byte, or not a file at all.
+TEST_F(ConfigTest, UnreadableJsonSaysHow) {
+  using megacut::testing::error_of;
+  const fs::path file = dir_ / "profile.json";
+  const auto error_for_text = [&](const std::string& text) {
+    std::ofstream(file) << text;
+    return error_of([&] { read_json_file(file); });
+  };
+  const std::string name = file.string();
+  EXPECT_EQ(error_for_text(""), name + ": not valid JSON (the file is empty)");
+  EXPECT_EQ(error_for_text("{\"batches\": [1, 2"),
+            name + ": not valid JSON (it ends, after 17 bytes, inside a value: truncated?)");
+  EXPECT_EQ(error_for_text("{\"batches\": [1, 2]}}"), name + ": not valid JSON (byte 20)");
+  EXPECT_EQ(error_for_text("{\"batches\": [1, 2]}"), "");
+  EXPECT_EQ(error_of([&] { read_json_file(dir_); }), dir_.string() + ": a directory, not a file");
+  EXPECT_EQ(error_of([&] { read_json_file(dir_ / "nope.json"); }),
+            (dir_ / "nope.json").string() + ": cannot open file");
+}
+
 TEST_F(ConfigTest, MissingField) {
   const std::string e = error_with("hidden_size", nlohmann::json::value_t::discarded);
   EXPECT_NE(e.find("field 'hidden_size': missing"), std::string::npos) << e;
