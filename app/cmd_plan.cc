@@ -323,9 +323,15 @@ void run(const PlanCommandOptions& o) {
     throw Error("--json: writes the plan of one profile, and " + std::to_string(o.profiles.size()) +
                 " profiles were given");
   }
-  // Every profile is read before any is planned, so a bad one fails at once, not minutes in.
+  // Every profile is read, and checked for each --batch, before any is planned, so a bad one
+  // fails at once, not minutes in.
   std::vector<simulator::Profile> profiles;
-  for (const std::string& path : o.profiles) profiles.push_back(simulator::read_profile(path));
+  for (const std::string& path : o.profiles) {
+    profiles.push_back(simulator::read_profile(path));
+    for (int64_t batch : options.batches) {
+      simulator::check_batch(profiles.back(), batch, options.sim.allow_interpolate);
+    }
+  }
 
   if (profiles.size() == 1) {
     plan_profile(profiles[0], options, o.json_path, true);
