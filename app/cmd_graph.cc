@@ -57,7 +57,7 @@ void add_graph_command(CLI::App& root) {
   cmd->add_option("--stage,-s", opt->stage,
                   "Stage to print (prefill, decode; TTS: code-predictor, codec or vocoder too)")
       ->capture_default_str();
-  cmd->add_option("--batch,-b", opt->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--batch,-b", opt->batch, "Batch size")->type_name("INT")->capture_default_str();
   cmd->add_option("--prompt-len,-p", opt->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
   add_frames_option(cmd, opt->frames);

@@ -243,7 +243,7 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--weights", o->weights_dir,
                   "Checkpoint directory (config.json + safetensors); default: random weights");
   cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
-  cmd->add_option("--batch,-b", o->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--batch,-b", o->batch, "Batch size")->type_name("INT")->capture_default_str();
   cmd->add_option("--prompt-len,-p", o->prompt_len, "Prompt length in tokens")
       ->capture_default_str();
   add_frames_option(cmd, o->frames);

@@ -137,7 +137,7 @@ void add_simulate_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
       "simulate", "Predict a composition's TTFO and decode step from a profile");
   cmd->add_option("--profile", opt->profile, "profile.json (megacut.profile/1)")->required();
-  cmd->add_option("--batch,-b", opt->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--batch,-b", opt->batch, "Batch size")->type_name("INT")->capture_default_str();
   cmd->add_option("--composition,-c", opt->composition,
                   "Composition text (e.g. 'prefill: conv; decode: mk[0:40] conv[40:]') or a "
                   "composition JSON file")
