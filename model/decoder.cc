@@ -34,7 +34,7 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
      {weight(w + "self_attn.q_proj.weight", {nh * hd, hidden}),
       weight(w + "self_attn.k_proj.weight", {nkv * hd, hidden}),
       weight(w + "self_attn.v_proj.weight", {nkv * hd, hidden})},
-     qkv, linear_tiling(rows_, (nh + 2 * nkv) * hd));
+     qkv, linear_tiling(rows_, (nh + 2 * nkv) * hd, false));
 
   const Attrs heads{{"heads", double(nh)}, {"kv_heads", double(nkv)}, {"head_dim", double(hd)}};
   const Tiling head_tiling = row_tiling((nh + nkv) * hd, hd, kHeadOpMinElements);
@@ -65,7 +65,7 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
 
   const int o = activation(n + "attn_out", hidden);
   op("attn.o", "linear", {attn}, {weight(w + "self_attn.o_proj.weight", {hidden, nh * hd})}, o,
-     linear_tiling(rows_, hidden));
+     linear_tiling(rows_, hidden, false));
   const int x1 = activation(n + "attn_residual", hidden);
   op("attn.residual", "residual-add", {x, o}, {}, x1, elementwise_tiling(hidden));
 
@@ -76,12 +76,12 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   op("mlp.gate_up", "linear", {h2},
      {weight(w + "mlp.gate_proj.weight", {inter, hidden}),
       weight(w + "mlp.up_proj.weight", {inter, hidden})},
-     gate_up, linear_tiling(rows_, 2 * inter));
+     gate_up, linear_tiling(rows_, 2 * inter, false));
   const int m = activation(n + "mlp_act", inter);
   op("mlp.silu_mul", "silu-mul", {gate_up}, {}, m, elementwise_tiling(inter));
   const int d = activation(n + "mlp_out", hidden);
   op("mlp.down", "linear", {m}, {weight(w + "mlp.down_proj.weight", {hidden, inter})}, d,
-     linear_tiling(rows_, hidden));
+     linear_tiling(rows_, hidden, false));
   const int x2 = activation(n + "mlp_residual", hidden);
   op("mlp.residual", "residual-add", {x1, d}, {}, x2, elementwise_tiling(hidden));
   return x2;

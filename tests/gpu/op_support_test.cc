@@ -61,8 +61,7 @@ TEST(TileBodyName, FollowsTheTileShape) {
   };
   EXPECT_EQ(name(decode, "layers.0.attn.qkv"), ns + "LinearStreamTile<16, 1, __nv_bfloat16>");
   EXPECT_EQ(name(decode32, "layers.0.attn.qkv"), ns + "LinearStreamTile<16, 4, __nv_bfloat16>");
-  EXPECT_EQ(name(decode, "layers.0.mlp.gate_up"), ns + "LinearStreamTile<128, 1, __nv_bfloat16>");
-  EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float>");
+  EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<64, 1, float>");
   EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<64, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "layers.0.attn.attention"), ns + "AttentionDecodeTile<64>");
   EXPECT_EQ(name(prefill, "layers.0.attn.attention"), ns + "AttentionPrefillTile<64>");
