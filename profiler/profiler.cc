@@ -265,6 +265,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
         result.summary.task_compile_seconds += measured.compile_ms / 1e3;
         op.task_region = measured.region;
         op.tasks = std::move(measured.tasks);
+        op.tiles = runner.stage_graph(s).op(op.index).tiling.count();
         progress("task benchmarks", ++done, total);
       }
     }

@@ -111,6 +111,7 @@ json op_to_json(const OpProfile& op) {
     }
     j["tasks"] = tasks;
   }
+  if (op.tiles > 0) j["tiles"] = op.tiles;
   return j;
 }
 
@@ -157,6 +158,7 @@ OpProfile op_from(const Node& n, int sm_count) {
   } else if (n.has("task_region")) {
     op.task_region = region_config_from(n.at("task_region"));
   }
+  if (n.has("tiles")) op.tiles = n.at("tiles").integer(1, kMaxInt);
   return op;
 }
 

@@ -141,6 +141,10 @@ struct OpProfile {
   std::optional<ConvKernel> conv;
   std::optional<RegionConfig> task_region;  // the single-op region's configuration
   std::vector<TaskBenchmark> tasks;         // increasing CTA count; empty if not measured
+  // The op's tile count in the graph its tasks were measured on: the simulator applies their
+  // durations to the tiles of the graph it rebuilds, so another tiling (other code) is refused.
+  // 0: not recorded (profiles before the field).
+  int64_t tiles = 0;
   friend bool operator==(const OpProfile&, const OpProfile&) = default;
 };
 

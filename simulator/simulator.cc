@@ -262,6 +262,12 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
                   op.name + "' (" + op.kind + "), the graph rebuilt from model.config has '" +
                   real.name + "' (" + std::string(real.kind->name()) + ")");
     }
+    if (op.tiles > 0 && op.tiles != real.tiling.count()) {
+      throw Error(where(*s, op.index) + ": the profile measured its tasks as " +
+                  std::to_string(op.tiles) + " tiles, the graph rebuilt now cuts it into " +
+                  std::to_string(real.tiling.count()) +
+                  " (the tiling changed since the profile was made): profile the model again");
+    }
   }
   const GraphLaunchFit launch = graph_launch(batch);
   try {

@@ -344,6 +344,32 @@ TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
             "'layers.0.attn.o' (linear)");
 }
 
+TEST(SimulatorTest, ProfileOfOtherTilesIsRejected) {
+  Profile p = tiny();
+  OpProfile& o = op_of(p, 1, "decode", 6);
+  const int64_t tiles = o.tiles;
+  ASSERT_GT(tiles, 0);
+  o.tiles = tiles + 1;
+  Simulator sim(std::move(p));
+  EXPECT_EQ(error_of(sim, "conv", 1),
+            "profile synthetic tiny-llama: batch 1, stage decode, op 6 (layers.0.attn.o): the "
+            "profile measured its tasks as " +
+                std::to_string(tiles + 1) + " tiles, the graph rebuilt now cuts it into " +
+                std::to_string(tiles) +
+                " (the tiling changed since the profile was made): profile the model again");
+}
+
+TEST(SimulatorTest, ProfilesWithoutTileCountsStillRead) {
+  Profile p = tiny();
+  for (BatchProfile& b : p.batches)
+    for (StageProfile& s : b.stages)
+      for (OpProfile& o : s.ops) o.tiles = 0;
+  Simulator sim(std::move(p));
+  EXPECT_GT(sim.simulate(model::uniform_composition(sim.stage_shapes(1), model::RegionKind::mk), 1)
+                .ttfo_ns,
+            0);
+}
+
 TEST(SimulatorTest, InterpolatesBetweenMeasuredBatchesWhenAllowed) {
   Simulator plain(tiny());
   const TimeNs two = plain.simulate(parse(plain, "conv", 2), 2).decode_step_ns;

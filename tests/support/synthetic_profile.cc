@@ -94,6 +94,7 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
           o.tasks.push_back(std::move(t));
         }
         o.task_region = config_for(o.kind);
+        o.tiles = tiles;
         sp.ops.push_back(std::move(o));
       }
       sp.graph_ns = constant_stats(graph_ns);
