@@ -30,6 +30,20 @@ std::string error_of(const nlohmann::json& j) {
   return "(no error)";
 }
 
+// An edit of a good profile's JSON and the error reading it must give.
+struct ProfileEdit {
+  std::function<void(nlohmann::json&)> edit;
+  std::string message;
+};
+
+void expect_errors(const nlohmann::json& good, const std::vector<ProfileEdit>& edits) {
+  for (const ProfileEdit& e : edits) {
+    nlohmann::json j = good;
+    e.edit(j);
+    EXPECT_EQ(error_of(j), e.message);
+  }
+}
+
 TEST(ProfileTest, JsonRoundTrip) {
   const nlohmann::json j = profile_to_json(tiny());
   EXPECT_EQ(j["schema"], "megacut.profile/1");
@@ -98,11 +112,7 @@ TEST(ProfileTest, MissingStatisticNamesFileAndField) {
 
 TEST(ProfileTest, BadFieldsNameFileAndField) {
   const nlohmann::json good = profile_to_json(tiny());
-  struct Case {
-    std::function<void(nlohmann::json&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases{
+  const std::vector<ProfileEdit> cases{
       {[](auto& j) { j["schema"] = "megacut.profile/0"; },
        "llama.json: field 'schema': expected \"megacut.profile/1\", got \"megacut.profile/0\""},
       {[](auto& j) { j.erase("prompt_len"); }, "llama.json: field 'prompt_len': missing"},
@@ -138,26 +148,18 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
        "llama.json: field 'prompt_len': expected an integer in [1, 1024], got "
        "18446744073709551615"},
   };
-  for (const Case& c : cases) {
-    nlohmann::json j = good;
-    c.edit(j);
-    EXPECT_EQ(error_of(j), c.message);
-  }
+  expect_errors(good, cases);
 }
 
 // Numbers a measurement cannot give, which the simulator would scale and sum into times that
 // wrap or divide by: each names its field, as read, before any graph is built.
 TEST(ProfileTest, ImplausibleNumbersNameTheField) {
   const nlohmann::json good = profile_to_json(tiny());
-  struct Case {
-    std::function<void(nlohmann::json&)> edit;
-    std::string message;
-  };
   const std::string op = "batches[0].stages[0].ops[2]";
   const auto at_op = [](nlohmann::json& j) -> nlohmann::json& {
     return j["batches"][0]["stages"][0]["ops"][2];
   };
-  const std::vector<Case> cases{
+  const std::vector<ProfileEdit> cases{
       {[&](auto& j) { at_op(j)["conv"]["duration_ns"]["max"] = 4e12; },
        "llama.json: field '" + op +
            ".conv.duration_ns.max': 4000000000000.0 ns is more than an hour: not a duration the "
@@ -210,11 +212,7 @@ TEST(ProfileTest, ImplausibleNumbersNameTheField) {
        "llama.json: field 'batches[1].batch': 65536 sequences of 1001 positions (prompt and "
        "decoded) are more tokens than megacut models (16777216)"},
   };
-  for (const Case& c : cases) {
-    nlohmann::json j = good;
-    c.edit(j);
-    EXPECT_EQ(error_of(j), c.message);
-  }
+  expect_errors(good, cases);
 }
 
 Profile with_launch_sweep() {
@@ -251,11 +249,7 @@ TEST(ProfileTest, GraphLaunchByNodesRoundTripsAndMayBeAbsent) {
 
 TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
   const nlohmann::json good = profile_to_json(with_launch_sweep());
-  struct Case {
-    std::function<void(nlohmann::json&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases{
+  const std::vector<ProfileEdit> cases{
       {[](auto& j) { j["micro"]["graph_launch_by_nodes"][2]["nodes"] = 64; },
        "llama.json: field 'micro.graph_launch_by_nodes[2].nodes': node counts must increase"},
       {[](auto& j) { j["micro"]["graph_launch_by_nodes"][0]["nodes"] = 0; },
@@ -280,11 +274,7 @@ TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
        "llama.json: field 'batches[1].graph_launch_by_nodes[1].back_to_back_ns': expected "
        "latency statistics {unit, count, mean, ...}"},
   };
-  for (const Case& c : cases) {
-    nlohmann::json j = good;
-    c.edit(j);
-    EXPECT_EQ(error_of(j), c.message);
-  }
+  expect_errors(good, cases);
 }
 
 TEST(ProfileTest, ReadingAMissingFileSaysWhich) {
