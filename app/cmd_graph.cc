@@ -29,13 +29,13 @@ void print_table(const model::ModelSpec& spec, const model::Graph& g) {
               spec.name.c_str(), g.stage().c_str(), static_cast<long long>(g.batch()), g.op_count(),
               format_count(g.task_count()).c_str(),
               format_count(model::tile_edge_count(g)).c_str());
-  std::printf("%4s  %-28s %-13s %6s %11s %11s %11s %13s\n", "#", "op", "kind", "tiles", "tile",
+  std::printf("%4s  %-28s %-16s %6s %11s %11s %11s %13s\n", "#", "op", "kind", "tiles", "tile",
               "read", "written", "FLOPs");
   for (const model::Op& op : g.ops()) {
     const model::TileCost c = g.op_cost(op.index);
     const std::string tile =
         std::to_string(op.tiling.tile_rows) + "x" + std::to_string(op.tiling.tile_cols);
-    std::printf("%4d  %-28s %-13s %6lld %11s %11s %11s %13s\n", op.index, op.name.c_str(),
+    std::printf("%4d  %-28s %-16s %6lld %11s %11s %11s %13s\n", op.index, op.name.c_str(),
                 std::string(op.kind->name()).c_str(), static_cast<long long>(op.tiling.count()),
                 tile.c_str(), format_bytes(c.bytes_read).c_str(),
                 format_bytes(c.bytes_written).c_str(), format_flops(c.flops).c_str());

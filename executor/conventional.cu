@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
@@ -187,14 +188,24 @@ void raise_all() {
   (raise_smem_limit<Bodies>(), ...);
 }
 
+template <typename OutT, int kCols, tiles::LinearInput kInput>
+void raise_stream_width() {
+  using namespace tiles;
+  stream_device<LinearStreamTile<kCols, 1, OutT, kInput>>();
+  stream_device<LinearStreamTile<kCols, 2, OutT, kInput>>();
+  stream_device<LinearStreamTile<kCols, 4, OutT, kInput>>();
+  stream_device<LinearStreamTile<kCols, 8, OutT, kInput>>();
+}
+
 template <typename OutT, int kCols>
 void raise_linear_width() {
-  using namespace tiles;
-  raise_all<LinearMmaTile<kCols, OutT>>();
-  stream_device<LinearStreamTile<kCols, 1, OutT>>();
-  stream_device<LinearStreamTile<kCols, 2, OutT>>();
-  stream_device<LinearStreamTile<kCols, 4, OutT>>();
-  stream_device<LinearStreamTile<kCols, 8, OutT>>();
+  using tiles::LinearInput;
+  raise_all<tiles::LinearMmaTile<kCols, OutT>>();
+  raise_stream_width<OutT, kCols, LinearInput::plain>();
+  if constexpr (std::is_same_v<OutT, tiles::bf16>) {  // norm-linear, linear-residual
+    raise_stream_width<OutT, kCols, LinearInput::normed>();
+    raise_stream_width<OutT, kCols, LinearInput::gated>();
+  }
 }
 
 template <typename OutT>

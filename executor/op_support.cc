@@ -253,6 +253,43 @@ std::string why_not(const Graph& g, const Op& op) {
                                               : check_dtypes(g, op, {DType::bf16}, out),
                           check_multiple("k", cols_of(g, op.inputs[0]), 8)});
   }
+  if (kind == "norm-linear" || kind == "linear-residual") {
+    const bool norm = kind == "norm-linear";
+    if (!is_pow2_width(t.tile_cols)) {
+      return "tile_cols = " + str(t.tile_cols) + " is none of 16, 32, 64, 128";
+    }
+    if (t.tile_rows > 64) {
+      return "tile_rows = " + str(t.tile_rows) + " is over 64: " + std::string(kind) +
+             " runs on the weight-streaming body only";
+    }
+    const bool gated = op.attrs.has("gated") && op.attrs.i("gated") == 1;
+    if (!norm && gated && cols_of(g, op.inputs[0]) % 2 != 0) {
+      return "gated input has " + str(cols_of(g, op.inputs[0])) +
+             " columns, not gate and up halves";
+    }
+    const int64_t k = norm ? cols_of(g, op.inputs[0]) : model::linear_residual_k(op, g);
+    const int matrices = static_cast<int>(op.weights.size()) - (norm ? 1 : 0);
+    if (matrices < 1) return "has no weight matrix";
+    for (int j = 0; j < matrices; ++j) {
+      if (g.tensor(op.weights[j]).shape.back() != k) {
+        return "the product's k = " + str(k) + " differs from the " +
+               str(g.tensor(op.weights[j]).shape.back()) + " columns of weight '" +
+               g.tensor(op.weights[j]).name + "'";
+      }
+    }
+    if (norm) {
+      if (std::string e = check_shape(g.tensor(op.weights.back()), {k}); !e.empty()) {
+        return "norm weight " + e;
+      }
+      if (!op.attrs.has("eps")) return "has no attr 'eps'";
+    } else if (std::string e = check_shape(g.tensor(op.inputs.at(1)), g.tensor(op.output).shape);
+               !e.empty()) {
+      return "residual " + e;
+    }
+    return first_failure({norm ? check_dtypes(g, op, {DType::bf16}, DType::bf16)
+                               : check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16),
+                          check_multiple("k", k, 8)});
+  }
   if (kind == "qk-norm") {
     const int64_t hd = op.attrs.i("head_dim");
     if (hd > 256) return "head_dim = " + str(hd) + " is over 256";
@@ -377,6 +414,13 @@ std::string tile_body_name(const Graph& graph, int op) {
     const std::string out = kind == "linear" ? "__nv_bfloat16" : "float";
     if (s.mma) return ns + "LinearMmaTile<" + str(s.cols) + ", " + out + ">";
     return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", " + out + ">";
+  }
+  if (kind == "norm-linear" || kind == "linear-residual") {
+    const LinearShape s = linear_shape(o);
+    const bool gated = o.attrs.has("gated") && o.attrs.i("gated") == 1;
+    const std::string input = kind == "norm-linear" ? "normed" : gated ? "gated" : "plain";
+    return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", __nv_bfloat16, " + ns +
+           "LinearInput::" + input + ">";
   }
   if (kind == "attention") {
     const AttentionShape s = attention_shape(o);

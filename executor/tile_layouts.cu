@@ -100,6 +100,22 @@ tiles::LinearLayout<float> lm_head_layout(const Graph& g, const Op& op, const St
   return make_linear_layout<float>(g, op, b);
 }
 
+tiles::LinearLayout<tiles::bf16> norm_linear_layout(const Graph& g, const Op& op,
+                                                    const StageBuffers& b) {
+  tiles::LinearLayout<tiles::bf16> l = make_linear_layout<tiles::bf16>(g, op, b);
+  l.norm = l.w + static_cast<int64_t>(l.n) * l.k;  // W's rows, then the scale
+  l.eps = static_cast<float>(op.attrs.f("eps"));
+  return l;
+}
+
+tiles::LinearLayout<tiles::bf16> linear_residual_layout(const Graph& g, const Op& op,
+                                                        const StageBuffers& b) {
+  tiles::LinearLayout<tiles::bf16> l = make_linear_layout<tiles::bf16>(g, op, b);
+  l.k = static_cast<int>(model::linear_residual_k(op, g));
+  l.residual = tensor_ptr<const tiles::bf16>(g, op, op.inputs.at(1), b);
+  return l;
+}
+
 tiles::LinearLayout<float> step_head_layout(const Graph& g, const Op& op, const StageBuffers& b) {
   tiles::LinearLayout<float> l = make_linear_layout<float>(g, op, b);
   l.step = step_ptr(g, op, b);

@@ -37,6 +37,12 @@ tiles::LinearLayout<tiles::bf16> linear_layout(const model::Graph&, const model:
                                                const StageBuffers&);
 tiles::LinearLayout<float> lm_head_layout(const model::Graph&, const model::Op&,
                                           const StageBuffers&);
+// norm-linear: linear's with the norm's scale (the last of the op's weights, after W) and eps.
+// linear-residual: linear's over k = linear_residual_k (model/op.h) with the residual, input 1.
+tiles::LinearLayout<tiles::bf16> norm_linear_layout(const model::Graph&, const model::Op&,
+                                                    const StageBuffers&);
+tiles::LinearLayout<tiles::bf16> linear_residual_layout(const model::Graph&, const model::Op&,
+                                                        const StageBuffers&);
 // A code predictor's step-embedding and step-head: the embedding and lm-head layouts with the
 // step input (input 1), which the body reads on the device, and the rows of one step.
 tiles::EmbeddingTile::Layout step_embedding_layout(const model::Graph&, const model::Op&,

@@ -13,6 +13,9 @@
 namespace megacut::model {
 namespace build {
 
+// The fused kinds run on the weight-streaming body, which takes the tiles of few-row stages.
+static_assert(kFusedLayerMaxRows <= kFewRows, "fused layer ops need weight-streaming tiles");
+
 int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weight_prefix,
                                 const std::string& name_prefix, int layer, int x, int64_t window) {
   const std::string w = weight_prefix + "layers." + std::to_string(layer) + ".";
@@ -25,16 +28,32 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
         layer);
   };
 
-  const int h = activation(n + "attn_norm", hidden);
-  op("attn_norm", "rmsnorm", {x}, {weight(w + "input_layernorm.weight", {hidden})}, h,
-     row_tiling(hidden, hidden), {{"eps", c.rms_norm_eps}});
+  // With few rows (decode) the norms, the silu-mul and the residual adds run inside the linears
+  // around them (norm-linear, linear-residual): 7 ops a layer in place of 12, each a kernel or a
+  // dependency hop fewer. Prefill keeps them apart for the tensor-core GEMM body.
+  const bool fused = fuses_layer_ops(rows_);
+  const Attrs eps{{"eps", c.rms_norm_eps}};
+  // A linear whose input is `in` normalized by the norm weight `norm`: fused, or two ops.
+  auto normed_linear = [&](const std::string& norm_name, const std::string& norm, int in,
+                           const std::string& name, std::vector<int> weights, int output) {
+    const Tiling tiling = linear_tiling(rows_, g_.tensor(output).shape.back());
+    if (fused) {
+      weights.push_back(weight(norm, {hidden}));
+      op(name, "norm-linear", {in}, std::move(weights), output, tiling, eps);
+      return;
+    }
+    const int normed = activation(n + norm_name, hidden);
+    op(norm_name, "rmsnorm", {in}, {weight(norm, {hidden})}, normed, row_tiling(hidden, hidden),
+       eps);
+    op(name, "linear", {normed}, std::move(weights), output, tiling);
+  };
 
   const int qkv = activation(n + "qkv", (nh + 2 * nkv) * hd);
-  op("attn.qkv", "linear", {h},
-     {weight(w + "self_attn.q_proj.weight", {nh * hd, hidden}),
-      weight(w + "self_attn.k_proj.weight", {nkv * hd, hidden}),
-      weight(w + "self_attn.v_proj.weight", {nkv * hd, hidden})},
-     qkv, linear_tiling(rows_, (nh + 2 * nkv) * hd, false));
+  normed_linear("attn_norm", w + "input_layernorm.weight", x, "attn.qkv",
+                {weight(w + "self_attn.q_proj.weight", {nh * hd, hidden}),
+                 weight(w + "self_attn.k_proj.weight", {nkv * hd, hidden}),
+                 weight(w + "self_attn.v_proj.weight", {nkv * hd, hidden})},
+                qkv);
 
   const Attrs heads{{"heads", double(nh)}, {"kv_heads", double(nkv)}, {"head_dim", double(hd)}};
   const Tiling head_tiling = row_tiling((nh + nkv) * hd, hd, kHeadOpMinElements);
@@ -63,27 +82,33 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   op("attn.attention", "attention", {rotated, cache}, {}, attn, attention_tiling(nh, nkv, hd),
      attention_attrs);
 
-  const int o = activation(n + "attn_out", hidden);
-  op("attn.o", "linear", {attn}, {weight(w + "self_attn.o_proj.weight", {hidden, nh * hd})}, o,
-     linear_tiling(rows_, hidden, false));
+  const int o_weight = weight(w + "self_attn.o_proj.weight", {hidden, nh * hd});
+  const int down_weight = weight(w + "mlp.down_proj.weight", {hidden, inter});
   const int x1 = activation(n + "attn_residual", hidden);
-  op("attn.residual", "residual-add", {x, o}, {}, x1, elementwise_tiling(hidden));
+  if (fused) {
+    op("attn.o", "linear-residual", {attn, x}, {o_weight}, x1, linear_tiling(rows_, hidden));
+  } else {
+    const int o = activation(n + "attn_out", hidden);
+    op("attn.o", "linear", {attn}, {o_weight}, o, linear_tiling(rows_, hidden));
+    op("attn.residual", "residual-add", {x, o}, {}, x1, elementwise_tiling(hidden));
+  }
 
-  const int h2 = activation(n + "mlp_norm", hidden);
-  op("mlp_norm", "rmsnorm", {x1}, {weight(w + "post_attention_layernorm.weight", {hidden})}, h2,
-     row_tiling(hidden, hidden), {{"eps", c.rms_norm_eps}});
   const int gate_up = activation(n + "gate_up", 2 * inter);
-  op("mlp.gate_up", "linear", {h2},
-     {weight(w + "mlp.gate_proj.weight", {inter, hidden}),
-      weight(w + "mlp.up_proj.weight", {inter, hidden})},
-     gate_up, linear_tiling(rows_, 2 * inter, false));
-  const int m = activation(n + "mlp_act", inter);
-  op("mlp.silu_mul", "silu-mul", {gate_up}, {}, m, elementwise_tiling(inter));
-  const int d = activation(n + "mlp_out", hidden);
-  op("mlp.down", "linear", {m}, {weight(w + "mlp.down_proj.weight", {hidden, inter})}, d,
-     linear_tiling(rows_, hidden, false));
+  normed_linear("mlp_norm", w + "post_attention_layernorm.weight", x1, "mlp.gate_up",
+                {weight(w + "mlp.gate_proj.weight", {inter, hidden}),
+                 weight(w + "mlp.up_proj.weight", {inter, hidden})},
+                gate_up);
   const int x2 = activation(n + "mlp_residual", hidden);
-  op("mlp.residual", "residual-add", {x1, d}, {}, x2, elementwise_tiling(hidden));
+  if (fused) {
+    op("mlp.down", "linear-residual", {gate_up, x1}, {down_weight}, x2,
+       linear_tiling(rows_, hidden), {{"gated", 1}});
+  } else {
+    const int m = activation(n + "mlp_act", inter);
+    op("mlp.silu_mul", "silu-mul", {gate_up}, {}, m, elementwise_tiling(inter));
+    const int d = activation(n + "mlp_out", hidden);
+    op("mlp.down", "linear", {m}, {down_weight}, d, linear_tiling(rows_, hidden));
+    op("mlp.residual", "residual-add", {x1, d}, {}, x2, elementwise_tiling(hidden));
+  }
   return x2;
 }
 

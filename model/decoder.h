@@ -10,6 +10,12 @@
 
 namespace megacut::model {
 
+// Whether a stage of `rows` rows (batch x its rows per sequence) runs each layer's norms, silu-mul
+// and residual adds inside the linears around them (norm-linear, linear-residual; model/op.h):
+// stages few enough rows for the weight-streaming body (a decode step, a short prompt).
+inline constexpr int64_t kFusedLayerMaxRows = 64;
+inline bool fuses_layer_ops(int64_t rows) { return rows <= kFusedLayerMaxRows; }
+
 // The finalized graph of one stage of a decoder-only transformer at one batch size.
 Graph build_decoder_stage(const DecoderConfig& config, const Stage& stage, int64_t batch);
 

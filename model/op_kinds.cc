@@ -76,6 +76,45 @@ class Linear final : public Kind {
   }
 };
 
+// norm-linear: y = rmsnorm(x) W^T in one pass over the weights (a decode step's rmsnorm and the
+// linear after it): the weights are W's tensors, concatenated as linear's, then the norm's scale
+// g (k). y[r, c] = rsqrt(mean(x[r]^2) + eps) * sum_k bf16(x[r, k] g[k]) W[c, k]: the row's scale
+// comes after the sum, so each tile reads x once and needs no separate norm pass. Attr "eps".
+class NormLinear final : public Kind {
+ public:
+  NormLinear() : Kind("norm-linear", {Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const int64_t k = cols_of(graph, op.inputs[0]);
+    return {out.rows() * k * kBf16 + out.cols() * k * kBf16 + k * kBf16,
+            out.rows() * out.cols() * kBf16, 2 * out.rows() * out.cols() * k + 3 * out.rows() * k};
+  }
+};
+
+// linear-residual: y = r + bf16(x W^T), input 1 the residual r (rows, n): a linear and the
+// residual add after it, rounded as the two would round. With attr "gated" = 1, input 0 is a fused
+// gate_up output (rows, 2k) and the product reads silu(gate) * up, rounded to bf16, in place of
+// x: an MLP's silu-mul, down projection and residual add as one op.
+class LinearResidual final : public Kind {
+ public:
+  LinearResidual() : Kind("linear-residual", {Access::full_row, Access::one_to_one}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int input,
+                               const Box& out) const override {
+    if (input == 1) return {out};
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const int64_t x_cols = cols_of(graph, op.inputs[0]);
+    const int64_t k = linear_residual_k(op, graph);
+    const int64_t elements = out.rows() * out.cols();
+    return {out.rows() * x_cols * kBf16 + out.cols() * k * kBf16 + elements * kBf16,
+            elements * kBf16, 2 * elements * k + elements + (x_cols - k) * out.rows() * 5};
+  }
+};
+
 // qk-norm (Qwen3): RMSNorm over each query and key head of the fused qkv output. One tile
 // per head column block; q heads then k heads, as in qkv.
 class QkNorm final : public Kind {
@@ -268,6 +307,11 @@ class Argmax final : public Kind {
 
 }  // namespace
 
+int64_t linear_residual_k(const Op& op, const Graph& graph) {
+  const int64_t x_cols = kinds::cols_of(graph, op.inputs.at(0));
+  return op.attrs.has("gated") && op.attrs.i("gated") == 1 ? x_cols / 2 : x_cols;
+}
+
 int64_t step_entries(const Graph& graph, const Op& op) {
   return op.attrs.has("entries") ? op.attrs.i("entries") : kinds::cols_of(graph, op.output);
 }
@@ -282,6 +326,8 @@ void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Attention>());
   kinds.push_back(std::make_unique<SiluMul>());
   kinds.push_back(std::make_unique<ResidualAdd>());
+  kinds.push_back(std::make_unique<NormLinear>());
+  kinds.push_back(std::make_unique<LinearResidual>());
   kinds.push_back(std::make_unique<Linear>("lm-head"));
   kinds.push_back(std::make_unique<Argmax>());
   kinds.push_back(std::make_unique<StepEmbedding>());

@@ -20,7 +20,7 @@ namespace megacut::model::build {
 // SMs; a stage with many rows (prefill) uses square tiles that suit tensor cores.
 inline constexpr int64_t kFewRows = 64;
 inline constexpr int64_t kGemvCols = 16;
-inline constexpr int64_t kLmHeadGemvCols = 64;
+inline constexpr int64_t kGemvTargetTiles = 128;
 inline constexpr int64_t kGemmTileRows = 128;
 inline constexpr int64_t kGemmMaxTileCols = 128;
 inline constexpr int64_t kGemmTargetTiles = 256;
@@ -35,18 +35,25 @@ inline int64_t row_op_rows(int64_t rows) {
   return (rows + kRowOpTargetTiles - 1) / kRowOpTargetTiles;
 }
 
-// With many rows, 128-row tiles whose width is the widest of 128, 64, 32, 16 that still gives
-// kGemmTargetTiles tiles: a short prompt at batch 1 has one row tile, and wide tiles would
-// leave most SMs idle.
-inline Tiling linear_tiling(int64_t rows, int64_t cols, bool lm_head) {
-  if (rows <= kFewRows) return {rows, cols, rows, lm_head ? kLmHeadGemvCols : kGemvCols};
-  const int64_t row_tiles = (rows + kGemmTileRows - 1) / kGemmTileRows;
+// The widest of 128, 64, 32, 16 columns that still cuts `cols` into `target` tiles over
+// `row_tiles` row tiles (16 where none does).
+inline int64_t widest_tile_cols(int64_t row_tiles, int64_t cols, int64_t target) {
   int64_t tile_cols = kGemmMaxTileCols;
-  while (tile_cols > kGemvCols &&
-         row_tiles * ((cols + tile_cols - 1) / tile_cols) < kGemmTargetTiles) {
+  while (tile_cols > kGemvCols && row_tiles * ((cols + tile_cols - 1) / tile_cols) < target) {
     tile_cols /= 2;
   }
-  return {rows, cols, kGemmTileRows, tile_cols};
+  return tile_cols;
+}
+
+// With few rows (decode), one row tile and the widest columns that still give kGemvTargetTiles
+// tiles, about one an SM: a task streams as many weight rows as it can while each SM has one,
+// and few tasks a CTA mean few per-task costs (the dependency check, the final reduction). With
+// many rows, 128-row tiles, the widest that still give kGemmTargetTiles tiles: a short prompt at
+// batch 1 has one row tile, and wide tiles would leave most SMs idle.
+inline Tiling linear_tiling(int64_t rows, int64_t cols) {
+  if (rows <= kFewRows) return {rows, cols, rows, widest_tile_cols(1, cols, kGemvTargetTiles)};
+  const int64_t row_tiles = (rows + kGemmTileRows - 1) / kGemmTileRows;
+  return {rows, cols, kGemmTileRows, widest_tile_cols(row_tiles, cols, kGemmTargetTiles)};
 }
 
 // Query rows per attention tile: the largest divisor of seq_len (so no tile spans two
@@ -158,7 +165,7 @@ class StageBuilder {
   void head_and_argmax(const std::string& name, std::string_view kind, std::vector<int> inputs,
                        int weight, int64_t vocab) {
     const int logits = activation("logits", batch_, vocab, DType::f32);
-    add(name, kind, std::move(inputs), {weight}, logits, linear_tiling(batch_, vocab, true));
+    add(name, kind, std::move(inputs), {weight}, logits, linear_tiling(batch_, vocab));
     const int next = activation("next_token", batch_, 1, DType::i32);
     add("argmax", "argmax", {logits}, {}, next, Tiling{batch_, 1, 1, 1});
   }

@@ -61,7 +61,7 @@ void talker_head(StageBuilder& b, const ModelSpec& model, int h) {
   const int frame = b.activation("frame", b.batch(), tts.frame_dim);
   b.add("frame_head", "linear", {h},
         {b.weight("talker.frame_head.weight", {tts.frame_dim, c.hidden_size})}, frame,
-        build::linear_tiling(b.batch(), tts.frame_dim, false));
+        build::linear_tiling(b.batch(), tts.frame_dim));
 }
 
 // Audio ops of one stage: tensors of rows x channels whose rows per sequence change as
@@ -166,7 +166,7 @@ Graph prefill(const ModelSpec& model, const Stage& stage, int64_t batch) {
           text, b.row_tiling(tts.text_hidden_size, tts.text_hidden_size));
     b.add("text_projection", "linear", {text},
           {b.weight("talker.text_projection.weight", {c.hidden_size, tts.text_hidden_size})}, x,
-          build::linear_tiling(b.rows(), c.hidden_size, false));
+          build::linear_tiling(b.rows(), c.hidden_size));
   } else {
     b.add("embed", "embedding", {ids},
           {b.weight("talker.model.embed_tokens.weight", {c.vocab_size, c.hidden_size})}, x,
@@ -193,7 +193,7 @@ Graph decode(const ModelSpec& model, const Stage& stage, int64_t batch) {
     const int frame_in = b.input("prev_frame", DType::bf16, {b.rows(), tts.frame_dim});
     b.add("frame_embed", "linear", {frame_in},
           {b.weight("talker.frame_embed.weight", {c.hidden_size, tts.frame_dim})}, x,
-          build::linear_tiling(b.rows(), c.hidden_size, false));
+          build::linear_tiling(b.rows(), c.hidden_size));
   }
   talker_head(b, model, layer_stack(b, c, "talker.", x));
   return b.finish();
@@ -246,7 +246,7 @@ Graph codec(const ModelSpec& model, const Stage& stage, int64_t batch) {
   int x = b.activation("pre_transformer.input_proj", t.hidden_size);
   b.add("pre_transformer.input_proj", "linear", {a.x()},
         {b.weight("decoder.pre_transformer.input_proj.weight", {t.hidden_size, d.latent_dim})}, x,
-        build::linear_tiling(b.rows(), t.hidden_size, false));
+        build::linear_tiling(b.rows(), t.hidden_size));
   for (int layer = 0; layer < t.num_layers; ++layer) {
     x = b.decoder_layer(t, "decoder.pre_transformer.", "pre_transformer.", layer, x,
                         d.sliding_window);
@@ -258,7 +258,7 @@ Graph codec(const ModelSpec& model, const Stage& stage, int64_t batch) {
   const int latent = b.activation("pre_transformer.output_proj", d.latent_dim);
   b.add("pre_transformer.output_proj", "linear", {normed},
         {b.weight("decoder.pre_transformer.output_proj.weight", {d.latent_dim, t.hidden_size})},
-        latent, build::linear_tiling(b.rows(), d.latent_dim, false));
+        latent, build::linear_tiling(b.rows(), d.latent_dim));
   a.set(latent, d.latent_dim);
 
   for (size_t i = 0; i < d.upsampling_ratios.size(); ++i) {
@@ -275,12 +275,12 @@ Graph codec(const ModelSpec& model, const Stage& stage, int64_t batch) {
           b.row_tiling_over(rows, d.latent_dim, d.latent_dim), {{"eps", 1e-6}});
     const int up = b.activation(n + "pwconv1", rows, wide);
     b.add(n + "pwconv1", "linear", {norm}, {b.weight(w + "1.pwconv1.weight", {wide, d.latent_dim})},
-          up, build::linear_tiling(rows, wide, false));
+          up, build::linear_tiling(rows, wide));
     const int act = b.activation(n + "gelu", rows, wide);
     b.add(n + "gelu", "gelu", {up}, {}, act, b.elementwise_tiling(rows, wide));
     const int down = b.activation(n + "pwconv2", rows, d.latent_dim);
     b.add(n + "pwconv2", "linear", {act}, {b.weight(w + "1.pwconv2.weight", {d.latent_dim, wide})},
-          down, build::linear_tiling(rows, d.latent_dim, false));
+          down, build::linear_tiling(rows, d.latent_dim));
     a.set(a.add(n + "residual", residual, down), d.latent_dim);
   }
 

@@ -33,9 +33,39 @@ TEST(ModelTest, Qwen3ParameterCountMatchesPublishedModel) {
 }
 
 TEST(ModelTest, OpCountsPerLayer) {
-  // Llama: 12 ops per layer, Qwen3 13 (qk-norm); plus embedding, final norm, lm-head, argmax.
-  EXPECT_EQ(stage_graph("llama-3.2-1b", "decode", 1).op_count(), 16 * 12 + 4);
+  // Prefill: Llama 12 ops per layer, Qwen3 13 (qk-norm); decode fuses the norms, silu-mul and
+  // residual adds into the linears: 7 and 8. Plus embedding, final norm, lm-head, argmax.
+  EXPECT_EQ(stage_graph("llama-3.2-1b", "prefill", 1).op_count(), 16 * 12 + 4);
+  EXPECT_EQ(stage_graph("llama-3.2-1b", "decode", 1).op_count(), 16 * 7 + 4);
   EXPECT_EQ(stage_graph("qwen3-0.6b", "prefill", 2).op_count(), 28 * 13 + 4);
+  EXPECT_EQ(stage_graph("qwen3-0.6b", "decode", 2).op_count(), 28 * 8 + 4);
+}
+
+TEST(ModelTest, DecodeLayersFuseIntoTheirLinears) {
+  const Graph g = stage_graph("llama-3.2-1b", "decode", 8);
+  std::vector<std::string> layer0;
+  for (const Op& op : g.ops()) {
+    if (op.layer == 0) layer0.push_back(op.name + " " + std::string(op.kind->name()));
+  }
+  EXPECT_EQ(layer0, (std::vector<std::string>{
+                        "layers.0.attn.qkv norm-linear", "layers.0.attn.rope rope",
+                        "layers.0.attn.kv_append kv-append", "layers.0.attn.attention attention",
+                        "layers.0.attn.o linear-residual", "layers.0.mlp.gate_up norm-linear",
+                        "layers.0.mlp.down linear-residual"}));
+  for (const Op& op : g.ops()) {
+    if (op.name == "layers.0.mlp.down") {
+      EXPECT_EQ(op.attrs.i("gated"), 1);
+      EXPECT_EQ(linear_residual_k(op, g), 8192);
+      // The residual stream: the attention block's sum, added after the product.
+      EXPECT_EQ(g.tensor(op.inputs[1]).name, "layers.0.attn_residual");
+    }
+    if (op.name == "layers.0.attn.qkv") {
+      // q, k, v, then the norm's scale; eps from the config.
+      ASSERT_EQ(op.weights.size(), 4u);
+      EXPECT_EQ(g.tensor(op.weights.back()).name, "model.layers.0.input_layernorm.weight");
+      EXPECT_TRUE(op.attrs.has("eps"));
+    }
+  }
 }
 
 // Closed forms for a decode step at batch B with context P + 1: every linear weight is read
@@ -56,11 +86,24 @@ TEST_P(DecodeClosedForm, LinearAndAttentionTotals) {
   for (const Op& op : g.ops()) {
     const TileCost cost = g.op_cost(op.index);
     const std::string_view kind = op.kind->name();
-    if (kind == "linear" || kind == "lm-head") {
-      linear_flops += cost.flops;
-      const int64_t k = g.tensor(op.inputs[0]).shape.back();
-      // Reads: activations (rows x K per tile) plus the weight slice (cols x K per tile).
-      linear_weight_bytes += cost.bytes_read - op.tiling.col_tiles() * batch * k * 2;
+    if (kind == "linear" || kind == "lm-head" || kind == "norm-linear" ||
+        kind == "linear-residual") {
+      const int64_t x_cols = g.tensor(op.inputs[0]).shape.back();
+      const int64_t k = kind == "linear-residual" ? linear_residual_k(op, g) : x_cols;
+      const int64_t tiles = op.tiling.col_tiles();
+      // Reads: activations (rows x x_cols per tile) plus the weight slice (cols x K per tile);
+      // the fused kinds also the norm's scale (K per tile) or the residual (once), and their
+      // few FLOPs an element of x or of the output.
+      int64_t other_reads = tiles * batch * x_cols * 2, other_flops = 0;
+      if (kind == "norm-linear") {
+        other_reads += tiles * k * 2;
+        other_flops = tiles * 3 * batch * k;
+      } else if (kind == "linear-residual") {
+        other_reads += batch * op.tiling.cols * 2;
+        other_flops = batch * op.tiling.cols + tiles * 5 * batch * (x_cols - k);
+      }
+      linear_flops += cost.flops - other_flops;
+      linear_weight_bytes += cost.bytes_read - other_reads;
     }
     if (kind == "attention") attention_flops += cost.flops;
   }
@@ -182,8 +225,9 @@ TEST(ModelTest, TaskLookupRoundTrips) {
 }
 
 TEST(ModelTest, OpKindRegistryKnowsEveryBuiltinKind) {
-  for (const char* kind : {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append",
-                           "attention", "silu-mul", "residual-add", "lm-head", "argmax"}) {
+  for (const char* kind :
+       {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append", "attention", "silu-mul",
+        "residual-add", "norm-linear", "linear-residual", "lm-head", "argmax"}) {
     EXPECT_NE(find_op_kind(kind), nullptr) << kind;
   }
   EXPECT_EQ(find_op_kind("conv1d-but-not-registered"), nullptr);

@@ -26,8 +26,9 @@ using model::Region;
 using model::RegionKind;
 using simulator::Profile;
 
-// One decoder layer (15 ops for llama, 16 for qwen3): small enough to enumerate every
-// composition (about 2 x 3^(n-1) of them).
+// One decoder layer (11 ops for llama, 12 for qwen3: the random profiles' 8-token prompt and
+// their decode steps have few rows, so each layer's ops are fused): small enough to enumerate
+// every composition (about 2 x 3^(n-1) of them).
 std::string one_layer(const std::string& family) {
   return std::string(MEGACUT_TEST_SOURCE_DIR) + "/configs/one-layer-" + family;
 }
@@ -83,7 +84,7 @@ std::vector<TimeNs> times_of(const StageSearch& s) {
 
 TEST(RegionEvaluatorTest, EveryRegionMatchesAFreshSimulationToTheNanosecond) {
   // Resuming from a separating cut must not change a single result: compare every mk region
-  // of two-layer graphs (28 and 30 ops) with Simulator::simulate_region.
+  // of two-layer graphs (18 and 20 ops, fused) with Simulator::simulate_region.
   for (const std::string model : {"tiny-llama", "tiny-qwen3"}) {
     for (uint32_t seed = 0; seed < 4; ++seed) {
       simulator::Simulator sim(random_profile(model, {1, 3}, seed));
@@ -116,15 +117,19 @@ TEST(RegionEvaluatorTest, EveryRegionMatchesAFreshSimulationToTheNanosecond) {
 TEST(RegionEvaluatorTest, LongRegionsOnAManySmDeviceMatchFreshSimulations) {
   // Llama-3.2-1B prefill at batch 2 on a 132-SM synthetic device: no op boundary separates
   // the run in time, so each shorter region continues from a copy of a run in full flight.
+  // 2 x 32 = 64 rows fuse each layer: embed, 16 layers of 7 ops, final_norm, lm_head, argmax.
   testing::SyntheticDevice device;
   device.sm_count = 132;
   device.bytes_per_ns = 4000;
   device.flops_per_ns_per_sm = 7000;
   simulator::Simulator sim(testing::synthetic_profile("llama-3.2-1b", {2}, 32, device));
+  ASSERT_EQ(sim.graph("prefill", 2).op_count(), 116);
   MkRegionEvaluator evaluator(sim, "prefill", 2);
-  for (int a : {0, 1, 37, 101, 170}) {
+  // Regions from the stage's first two ops, layer 3's first op (qkv), layer 8's attention, and
+  // the last 26 ops (from layer 12's gate_up to argmax).
+  for (int a : {0, 1, 22, 60, 90}) {
     std::vector<int> ends;
-    for (int b = a + 1; b <= std::min(a + 26, 196); ++b) ends.push_back(b);
+    for (int b = a + 1; b <= std::min(a + 26, 116); ++b) ends.push_back(b);
     const std::vector<TimeNs> got = evaluator.makespans(a, ends);
     for (size_t i = 0; i < ends.size(); ++i) {
       const auto before = a == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_mk;
@@ -149,10 +154,10 @@ TEST(RegionEvaluatorTest, TimesPast2To53NsNameWhereTheyArise) {
   }
   simulator::Simulator sim(std::move(p));
   MkRegionEvaluator evaluator(sim, "decode", 1);
-  const std::vector<int> ends{5, 12, 28};
+  const std::vector<int> ends{5, 12, 18};
   const std::string message = testing::error_of([&] { evaluator.makespans(3, ends); });
   EXPECT_EQ(message.substr(0, message.find(": a predicted time")),
-            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:28]")
+            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:18]")
       << message;
 }
 
@@ -411,12 +416,14 @@ TEST(SearchTest, CandidatesAreDistinctCanonicalAndTimedAsTheSimulatorTimesThem) 
 }
 
 TEST(SearchTest, ExhaustiveRefusesLargeStages) {
-  simulator::Simulator sim(testing::synthetic_profile("tiny-llama", {1}, 8));
+  // tiny-qwen3's decode step: embed, 2 layers of 8 ops (7 fused ones and qk_norm), final_norm,
+  // lm_head and argmax: 20 ops, 2 past the limit.
+  simulator::Simulator sim(testing::synthetic_profile("tiny-qwen3", {1}, 8));
   try {
     exhaustive_stage(sim, "decode", 1, 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has 28 ops; enumeration is limited to 18"),
+    EXPECT_NE(std::string(e.what()).find("has 20 ops; enumeration is limited to 18"),
               std::string::npos)
         << e.what();
   }
@@ -459,7 +466,7 @@ TEST(CategoryTest, ProfilesBuiltForEachCategoryGetIt) {
   // Conventional kernels 100x slower at every batch: one megakernel per stage everywhere.
   Plan stable = plan_for("mmm");
   EXPECT_EQ(stable.category, Category::stable);
-  EXPECT_EQ(stable.batches[0].best().text, "prefill: mk[0:28]; decode: mk[0:28]");
+  EXPECT_EQ(stable.batches[0].best().text, "prefill: mk[0:18]; decode: mk[0:18]");
   // Tasks 100x slower everywhere: all-conventional everywhere.
   EXPECT_EQ(plan_for("ccc").category, Category::averse);
   // Megakernels win at batch 1 and lose at batch 4: coverage 100% -> ... -> 0%.

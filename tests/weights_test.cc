@@ -645,26 +645,30 @@ TEST(WeightArena, TiedEmbeddingSharedAndQkvConcatenatedInOrder) {
   ASSERT_GE(qkv, 0);
   EXPECT_EQ(plan.op_slot[0][embed], plan.op_slot[0][lm_head]);
   EXPECT_EQ(plan.op_offset_bytes(0, rope), -1);
-  // embed/lm_head, final norm, and 6 per layer (2 norms, qkv, o, gate_up, down): 14 slots, holding
-  // every parameter once.
-  EXPECT_EQ(plan.slots.size(), 14u);
+  // embed/lm_head, final norm, and 4 per layer (qkv with its norm, o, gate_up with its norm,
+  // down: decode fuses the norms into the linears after them): 10 slots, holding every parameter
+  // once.
+  EXPECT_EQ(plan.slots.size(), 10u);
   int64_t packed = 0;
   for (const WeightSlot& s : plan.slots) {
     EXPECT_EQ(s.offset_bytes % kWeightAlignmentBytes, 0);
     packed += s.bytes;
   }
   EXPECT_EQ(packed, graph.parameter_bytes());
-  EXPECT_LT(plan.arena_bytes, packed + 14 * kWeightAlignmentBytes);
+  EXPECT_LT(plan.arena_bytes, packed + 10 * kWeightAlignmentBytes);
 
   const WeightSlot& slot = plan.slots[plan.op_slot[0][qkv]];
-  EXPECT_EQ(slot.shape, (std::vector<int64_t>{64 + 32 + 32, 64}));
-  ASSERT_EQ(slot.parts.size(), 3u);
+  // q, k, v and the norm's scale end to end: the (128, 64) matrix, then 64 values.
+  EXPECT_EQ(slot.shape, (std::vector<int64_t>{(64 + 32 + 32) * 64 + 64}));
+  ASSERT_EQ(slot.parts.size(), 4u);
   EXPECT_EQ(slot.parts[1].name, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(slot.parts[3].name, "model.layers.0.input_layernorm.weight");
 
   const std::vector<std::byte> arena = pack_weight_arena(plan, weights);
   const std::byte* at = arena.data() + slot.offset_bytes;
-  for (const char* part : {"q_proj", "k_proj", "v_proj"}) {
-    const HostTensor& t = weights.at(std::string("model.layers.0.self_attn.") + part + ".weight");
+  for (const char* part :
+       {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "input_layernorm"}) {
+    const HostTensor& t = weights.at(std::string("model.layers.0.") + part + ".weight");
     EXPECT_EQ(std::memcmp(at, t.values().data(), t.bytes()), 0) << part;
     at += t.bytes();
   }

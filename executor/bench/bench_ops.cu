@@ -60,9 +60,13 @@ int64_t floor_bytes(const model::Graph& g, const model::Op& o) {
   const model::Tiling& t = o.tiling;
   const int64_t out = t.rows * t.cols * model::dtype_bytes(g.tensor(o.output).dtype);
   auto a = [&](const char* key) { return o.attrs.i(key); };
-  if (kind == "linear" || kind == "lm-head") {
+  if (kind == "linear" || kind == "lm-head" || kind == "norm-linear") {
     const int64_t k = g.tensor(o.inputs[0]).shape.back();
-    return t.rows * k * 2 + t.cols * k * 2 + out;
+    return t.rows * k * 2 + t.cols * k * 2 + out + (kind == "norm-linear" ? k * 2 : 0);
+  }
+  if (kind == "linear-residual") {  // x (gated: gate and up), W, the residual and y
+    const int64_t x_cols = g.tensor(o.inputs[0]).shape.back();
+    return t.rows * x_cols * 2 + t.cols * model::linear_residual_k(o, g) * 2 + 2 * out;
   }
   if (kind == "attention") {
     const int64_t keys = a("past_len") + a("seq_len");

@@ -135,11 +135,13 @@ class Interpreter {
     return k < static_cast<int>(op.weights.size()) ? weight(op, k) : std::span<const float>{};
   }
 
-  // The op's weights as one (N, K) matrix, concatenated along rows in op.weights order.
-  std::vector<float> stacked_weights(const Op& op, int64_t k) const {
-    expect_weights(op, 1, -1);
+  // The op's first `count` weights (all where count < 0) as one (N, K) matrix, concatenated
+  // along rows in op.weights order.
+  std::vector<float> stacked_weights(const Op& op, int64_t k, int count = -1) const {
+    expect_weights(op, std::max(count, 1), -1);
+    if (count < 0) count = static_cast<int>(op.weights.size());
     std::vector<float> w;
-    for (int j = 0; j < static_cast<int>(op.weights.size()); ++j) {
+    for (int j = 0; j < count; ++j) {
       const Tensor& t = g_.tensor(op.weights[j]);
       if (t.shape.back() != k) {
         throw Error("weight '" + t.name + "' has " + str(t.shape.back()) + " columns, the input " +
@@ -298,6 +300,27 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   } else if (kind == "linear" || kind == "lm-head") {
     const int64_t k = in.in_cols(op, 0);
     in.store(op, linear(in.in(op, 0), in.stacked_weights(op, k), k));
+  } else if (kind == "norm-linear") {
+    const int64_t k = in.in_cols(op, 0);
+    in.expect_weights(op, 2, -1);
+    const int matrices = static_cast<int>(op.weights.size()) - 1;
+    in.store(op, norm_linear(in.in(op, 0), in.stacked_weights(op, k, matrices),
+                             in.weight(op, matrices), k, op.attrs.f("eps")));
+  } else if (kind == "linear-residual") {
+    const int64_t k = model::linear_residual_k(op, g);
+    const std::span<const float> x = in.in(op, 0);
+    const bool gated = k != in.in_cols(op, 0);
+    const std::vector<float> product_in =
+        gated ? round_bf16(silu_mul(x, k)) : std::vector<float>(x.begin(), x.end());
+    std::vector<double> y = linear(product_in, in.stacked_weights(op, k), k);
+    const std::span<const float> residual = in.in(op, 1);
+    if (residual.size() != y.size()) {
+      throw Error("residual '" + g.tensor(op.inputs[1]).name + "' holds " +
+                  str(static_cast<int64_t>(residual.size())) + " values, the product " +
+                  str(static_cast<int64_t>(y.size())));
+    }
+    for (size_t i = 0; i < y.size(); ++i) y[i] = round_bf16(y[i]) + residual[i];
+    in.store(op, y);
   } else if (kind == "qk-norm") {
     in.expect_weights(op, 2, 2);
     in.store(op, qk_norm(in.in(op, 0), in.in_cols(op, 0), head_shape(op), in.weight(op, 0),

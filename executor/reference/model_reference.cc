@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "executor/reference/op_reference.h"
+#include "model/decoder.h"
 #include "model/error.h"
 
 namespace megacut::reference {
@@ -41,16 +42,24 @@ std::vector<float> forward(const model::DecoderConfig& c, const Weights& w,
   rope_params.high_freq_factor = c.rope_scaling.high_freq_factor;
   rope_params.original_max_position = static_cast<double>(c.rope_scaling.original_max_position);
 
+  // rmsnorm, then a linear over its output; where megacut fuses the two (a stage of few rows),
+  // the norm's row scale multiplies the product instead (model/decoder.h), which rounds once.
+  auto normed_linear = [&](const std::vector<float>& in, const std::vector<float>& scale,
+                           const std::vector<float>& weights) {
+    if (model::fuses_layer_ops(rows)) {
+      return to_bf16(norm_linear(in, weights, scale, hidden, c.rms_norm_eps));
+    }
+    return to_bf16(linear(to_bf16(rmsnorm(in, hidden, scale, c.rms_norm_eps)), weights, hidden));
+  };
+
   const std::vector<float>& table = weight(w, "model.embed_tokens.weight");
   std::vector<float> x = to_bf16(embedding(tokens, table, hidden));
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     const std::string p = "model.layers." + std::to_string(layer) + ".";
-    const std::vector<float> h =
-        to_bf16(rmsnorm(x, hidden, weight(w, p + "input_layernorm.weight"), c.rms_norm_eps));
     const std::vector<float> wqkv = concat_rows({&weight(w, p + "self_attn.q_proj.weight"),
                                                  &weight(w, p + "self_attn.k_proj.weight"),
                                                  &weight(w, p + "self_attn.v_proj.weight")});
-    const std::vector<float> qkv = to_bf16(linear(h, wqkv, hidden));
+    const std::vector<float> qkv = normed_linear(x, weight(w, p + "input_layernorm.weight"), wqkv);
     std::vector<float> qk;
     int64_t qk_cols = qkv_cols;
     if (c.qk_norm) {
@@ -74,11 +83,10 @@ std::vector<float> forward(const model::DecoderConfig& c, const Weights& w,
     const std::vector<float> o =
         to_bf16(linear(attn, weight(w, p + "self_attn.o_proj.weight"), c.num_heads * c.head_dim));
     const std::vector<float> x1 = to_bf16(residual_add(x, o));
-    const std::vector<float> h2 = to_bf16(
-        rmsnorm(x1, hidden, weight(w, p + "post_attention_layernorm.weight"), c.rms_norm_eps));
     const std::vector<float> wgu =
         concat_rows({&weight(w, p + "mlp.gate_proj.weight"), &weight(w, p + "mlp.up_proj.weight")});
-    const std::vector<float> gate_up = to_bf16(linear(h2, wgu, hidden));
+    const std::vector<float> gate_up =
+        normed_linear(x1, weight(w, p + "post_attention_layernorm.weight"), wgu);
     const std::vector<float> m = to_bf16(silu_mul(gate_up, c.intermediate_size));
     const std::vector<float> d =
         to_bf16(linear(m, weight(w, p + "mlp.down_proj.weight"), c.intermediate_size));

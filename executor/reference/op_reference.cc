@@ -132,6 +132,23 @@ std::vector<double> linear(std::span<const float> x, std::span<const float> w, i
   return y;
 }
 
+std::vector<double> norm_linear(std::span<const float> x, std::span<const float> w,
+                                std::span<const float> scale, int64_t k, double eps) {
+  const int64_t rows = rows_of(x, k, "norm-linear input");
+  expect_size(scale, k, "norm-linear scale");
+  std::vector<double> scaled(x.size());
+  for (size_t i = 0; i < x.size(); ++i) scaled[i] = double(x[i]) * scale[i % k];
+  std::vector<double> y = linear(round_bf16(scaled), w, k);
+  const int64_t n = static_cast<int64_t>(y.size()) / std::max<int64_t>(rows, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum_sq = 0;
+    for (int64_t i = 0; i < k; ++i) sum_sq += double(x[r * k + i]) * x[r * k + i];
+    const double inv_rms = 1.0 / std::sqrt(sum_sq / k + eps);
+    for (int64_t c = 0; c < n; ++c) y[r * n + c] *= inv_rms;
+  }
+  return y;
+}
+
 std::vector<double> step_embedding(std::span<const int32_t> ids, std::span<const float> tables,
                                    int64_t entries, int64_t hidden, int32_t step) {
   expect_positive(entries, "step_embedding", "entries");

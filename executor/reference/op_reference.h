@@ -55,6 +55,11 @@ std::vector<double> rmsnorm(std::span<const float> x, int64_t cols, std::span<co
 // y = x W^T: x (rows, k), w (n, k), y (rows, n).
 std::vector<double> linear(std::span<const float> x, std::span<const float> w, int64_t k);
 
+// norm-linear: y[r, c] = rsqrt(mean(x[r]^2) + eps) * sum_k round_bf16(x[r, k] scale[k]) W[c, k]:
+// the rmsnorm's row scale applied after the product, as the fused body does.
+std::vector<double> norm_linear(std::span<const float> x, std::span<const float> w,
+                                std::span<const float> scale, int64_t k, double eps);
+
 // A code predictor's per-step tables and heads, stacked along rows: step s owns rows
 // [s * entries, (s + 1) * entries) of tables (steps * entries, hidden) and heads (steps * entries,
 // k). The step must be in [0, steps).

@@ -123,6 +123,11 @@ __device__ __forceinline__ Vec8 pack8(const float (&f)[8]) {
   return v;
 }
 
+// The two bf16 of a 32-bit word (the lower one first in memory) as floats: on registers, no
+// address taken (tiles/mma.cuh's pack_bf16x2 packs them back).
+__device__ __forceinline__ float bf16_low(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_high(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+
 __device__ __forceinline__ float round_bf16(float x) {
   return __bfloat162float(__float2bfloat16_rn(x));
 }

@@ -1,7 +1,7 @@
-// The buffers of linear, lm-head and step-head (y = x W^T), shared by both tile bodies, and the
-// output conversion they share. step-head's w stacks a code predictor's per-step heads, (steps *
-// n, k); the step s is read on the device (a stage input, so one CUDA graph serves every step)
-// and picks W = rows [s * n, (s + 1) * n).
+// The buffers of linear, lm-head, step-head (y = x W^T), norm-linear and linear-residual, shared
+// by both tile bodies, and the output conversion they share. step-head's w stacks a code
+// predictor's per-step heads, (steps * n, k); the step s is read on the device (a stage input, so
+// one CUDA graph serves every step) and picks W = rows [s * n, (s + 1) * n).
 #pragma once
 
 #include "executor/tiles/common.cuh"
@@ -19,7 +19,15 @@ struct LinearLayout {
   TileGrid grid;              // (rows, n)
   const int* step = nullptr;  // (1): step-head's step; null for linear and lm-head
   int steps = 0;              // step-head: heads stacked in w
+  // The fusions of the weight-streaming body (norm-linear, linear-residual):
+  const bf16* norm = nullptr;      // (k): x is rmsnorm'ed with this scale (norm-linear)
+  float eps = 0.f;                 // norm-linear's
+  const bf16* residual = nullptr;  // (rows, n): added to y (linear-residual)
 };
+
+// What the weight-streaming body multiplies W by: x itself; x normalized per row (norm-linear,
+// the row's scale applied after the sum); or silu(gate) * up of a (rows, 2k) gate_up output.
+enum class LinearInput { plain, normed, gated };
 
 // The (n, k) weight rows a tile multiplies by: w itself, or step-head's head s. A step outside
 // [0, steps) is clamped into it rather than read out of bounds (the host writes valid steps;

@@ -14,6 +14,15 @@
 // 8 warps takes two, the same two in every stage, and keeps its sums in registers. At the end the
 // warps of each 16-row block meet in shared memory and are summed in a fixed order: no atomics,
 // so a tile's result does not depend on which warp finishes first.
+//
+// The fusions of a decode step (LinearInput, tiles/linear_layout.cuh) change only what a lane
+// makes of its x loads and what the store adds: normed multiplies each x by the norm's scale and
+// sums the squares of the raw x on the way (the warps of the first 16-row block see every k of
+// every row once), so the row's rsqrt(mean(x^2) + eps) scales the finished sum; gated loads gate
+// and up and multiplies by silu(gate) * up rounded to bf16 (with fast exp and division, a few
+// float ulps from silu-mul's before the rounding); a residual is added to the sum rounded to bf16,
+// the bits of a linear and a residual-add after it. Normed rounds once where rmsnorm and a linear
+// after it round the normalized x twice.
 #pragma once
 
 #include "executor/tiles/linear_layout.cuh"
@@ -22,8 +31,9 @@
 
 namespace megacut::tiles {
 
-// kCols: tile width (16, 32, 64, 128); kN8: 8-row blocks of x covering tile_rows (1, 2, 4, 8).
-template <int kCols, int kN8, typename OutT>
+// kCols: tile width (16, 32, 64, 128); kN8: 8-row blocks of x covering tile_rows (1, 2, 4, 8);
+// kInput: what multiplies W.
+template <int kCols, int kN8, typename OutT, LinearInput kInput = LinearInput::plain>
 struct LinearStreamTile {
   using Layout = LinearLayout<OutT>;
 
@@ -35,15 +45,24 @@ struct LinearStreamTile {
   static constexpr int kBoxes = kStageK / kBoxK;                  // (kCols, kBoxK) boxes a stage
   static constexpr int kUnitsPerBlock = kStageK / 32;             // (16 rows, 32 k) units
   static constexpr int kWarpsPerBlock = kWarps / kMBlocks;        // 8, 4, 2, 1
-  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count.
-  static constexpr int kAhead = kN8 == 1 ? 4 : kN8 <= 4 ? 2 : 1;
+  static constexpr bool kNormed = kInput == LinearInput::normed;
+  static constexpr bool kGated = kInput == LinearInput::gated;
+  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count (gated loads gate
+  // and up, twice as many registers a stage: half as many stages ahead).
+  static constexpr int kAhead = kGated ? (kN8 == 1   ? 4
+                                          : kN8 == 2 ? 2
+                                                     : 1)
+                                       : (kN8 == 1   ? 4
+                                          : kN8 <= 4 ? 2
+                                                     : 1);
   static_assert(kCols == 16 || kCols == 32 || kCols == 64 || kCols == 128, "tile width");
   static_assert(kN8 == 1 || kN8 == 2 || kN8 == 4 || kN8 == 8, "row blocks");
   static_assert(kMBlocks * kUnitsPerBlock == 2 * kWarps, "two units per warp per stage");
 
-  // Partial sums: (kWarpsPerBlock, rows, kCols), rows padded to kN8 * 8.
+  // Partial sums: (kWarpsPerBlock, rows, kCols), rows padded to kN8 * 8; normed, then the first
+  // block's partial sums of squares (kWarpsPerBlock, rows).
   __host__ __device__ static int smem_bytes(const Layout&) {
-    return kWarpsPerBlock * kCols * kN8 * 8 * 4;
+    return kWarpsPerBlock * kCols * kN8 * 8 * 4 + (kNormed ? kWarpsPerBlock * kN8 * 8 * 4 : 0);
   }
 
   // The matrix the tiles' rows come from: the op's weights; for step-head every step's heads.
@@ -70,11 +89,14 @@ struct LinearStreamTile {
   __device__ static void run(const Layout& l, long long tile, char* smem, StreamCursor& weights) {
     const TileBox box = l.grid.box(tile);
     float* partial = reinterpret_cast<float*>(smem);  // (kWarpsPerBlock, kN8 * 8, kCols)
+    float* squares =
+        partial + kWarpsPerBlock * kN8 * 8 * kCols;  // normed: (kWarpsPerBlock, kN8 * 8)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int block = warp / kWarpsPerBlock, wk = warp % kWarpsPerBlock;
     const int g = lane / 4, q = lane % 4;
     const int rows = box.rows(), cols = box.cols();
     const int stages = (l.k + kStageK - 1) / kStageK;
+    const long long x_stride = kGated ? 2ll * l.k : l.k;  // gated: gate, then up
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
     float acc[kN8][4];
@@ -82,19 +104,52 @@ struct LinearStreamTile {
     for (int j = 0; j < kN8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+    float sum_sq[kN8];  // normed: this lane's x^2 of row j * 8 + g
+#pragma unroll
+    for (int j = 0; j < kN8; ++j) sum_sq[j] = 0.f;
 
-    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane.
-    auto load_x = [&](int s, uint4(&x)[2][kN8]) {
+    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane (gated: of gate, and
+    // of up); normed, the same 8 k of the norm's scale. Plain arrays of registers, never an
+    // address taken: a struct of them or a pointer cast to read one went to local memory.
+    auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&up)[2][kN8], uint4(&scale)[2]) {
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
+        if constexpr (kNormed) {
+          scale[u] = k < l.k ? *reinterpret_cast<const uint4*>(l.norm + k) : zero;
+        }
 #pragma unroll
         for (int j = 0; j < kN8; ++j) {
           const int r = j * 8 + g;
-          x[u][j] = k < l.k && r < rows
-                        ? *reinterpret_cast<const uint4*>(l.x + (box.row_begin + r) * l.k + k)
-                        : zero;
+          const bool inside = k < l.k && r < rows;
+          const bf16* p = l.x + (box.row_begin + r) * x_stride + k;
+          x[u][j] = inside ? *reinterpret_cast<const uint4*>(p) : zero;
+          if constexpr (kGated) up[u][j] = inside ? *reinterpret_cast<const uint4*>(p + l.k) : zero;
         }
+      }
+    };
+    // One word (two bf16 of k) of what multiplies W, from the loaded words.
+    auto operand_word = [&](unsigned x, unsigned other, float& squares) -> unsigned {
+      float lo = bf16_low(x), hi = bf16_high(x);
+      if constexpr (kNormed) {
+        squares += lo * lo + hi * hi;
+        lo *= bf16_low(other);
+        hi *= bf16_high(other);
+      } else {
+        // Fast exp and division: every tile of the op evaluates silu over all of k (and a batch
+        // of one over 8 rows, 7 of zeros), so IEEE division's slow path (taken for 0 / 2) made
+        // the body ten times slower than its weights.
+        lo = __fdividef(lo, 1.0f + __expf(-lo)) * bf16_low(other);
+        hi = __fdividef(hi, 1.0f + __expf(-hi)) * bf16_high(other);
+      }
+      return pack_bf16x2(lo, hi);
+    };
+    auto operand = [&](const uint4& x, const uint4& other, float& squares) -> uint4 {
+      if constexpr (kInput == LinearInput::plain) {
+        return x;
+      } else {
+        return make_uint4(operand_word(x.x, other.x, squares), operand_word(x.y, other.y, squares),
+                          operand_word(x.z, other.z, squares), operand_word(x.w, other.w, squares));
       }
     };
     // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes.
@@ -107,9 +162,11 @@ struct LinearStreamTile {
     };
 
     uint4 x[kAhead][2][kN8];
+    uint4 up[kGated ? kAhead : 1][2][kN8];
+    uint4 scale[kNormed ? kAhead : 1][2];
 #pragma unroll
     for (int d = 0; d < kAhead; ++d) {
-      if (d < stages) load_x(d, x[d]);
+      if (d < stages) load_x(d, x[d], up[kGated ? d : 0], scale[kNormed ? d : 0]);
     }
     for (int s0 = 0; s0 < stages; s0 += kAhead) {
 #pragma unroll
@@ -122,18 +179,21 @@ struct LinearStreamTile {
         for (int u = 0; u < 2; ++u) {
           uint4 wa, wb;
           unit_weights(stage, u, wa, wb);
+          const unsigned a0[4] = {word(wa, 0), word(wb, 0), word(wa, 1), word(wb, 1)};
+          const unsigned a1[4] = {word(wa, 2), word(wb, 2), word(wa, 3), word(wb, 3)};
 #pragma unroll
-          for (int t = 0; t < 2; ++t) {
-            const unsigned a[4] = {word(wa, 2 * t), word(wb, 2 * t), word(wa, 2 * t + 1),
-                                   word(wb, 2 * t + 1)};
-#pragma unroll
-            for (int j = 0; j < kN8; ++j) {
-              const unsigned b[2] = {word(x[d][u][j], 2 * t), word(x[d][u][j], 2 * t + 1)};
-              mma_bf16(acc[j], a, b);
-            }
+          for (int j = 0; j < kN8; ++j) {
+            // One row block's operand at a time: fewer registers live than all kN8 of them.
+            const uint4 xs =
+                operand(x[d][u][j], kGated ? up[kGated ? d : 0][u][j] : scale[kNormed ? d : 0][u],
+                        sum_sq[j]);
+            const unsigned b0[2] = {xs.x, xs.y}, b1[2] = {xs.z, xs.w};
+            mma_bf16(acc[j], a0, b0);  // k16 step t = 0
+            mma_bf16(acc[j], a1, b1);  // t = 1
           }
         }
-        if (s + kAhead < stages) load_x(s + kAhead, x[d]);
+        if (s + kAhead < stages)
+          load_x(s + kAhead, x[d], up[kGated ? d : 0], scale[kNormed ? d : 0]);
       }
     }
 
@@ -148,6 +208,13 @@ struct LinearStreamTile {
         p[0] = acc[j][2 * h];
         p[kCols] = acc[j][2 * h + 1];
       }
+    if constexpr (kNormed) {
+#pragma unroll
+      for (int j = 0; j < kN8; ++j) {
+        const float sq = group_sum(sum_sq[j], 4);  // the row's lanes: q = 0..3
+        if (block == 0 && q == 0) squares[wk * kN8 * 8 + j * 8 + g] = sq;
+      }
+    }
     if (stages > 0) weights.release();  // the last stage: its sums are stored
     tile_sync<kThreads>();
     for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
@@ -155,7 +222,16 @@ struct LinearStreamTile {
       float sum = 0.f;
 #pragma unroll
       for (int k = 0; k < kWarpsPerBlock; ++k) sum += partial[(k * kN8 * 8 + r) * kCols + c];
-      store_out(l.y + (box.row_begin + r) * l.n + box.col_begin + c, sum);
+      if constexpr (kNormed) {
+        float sq = 0.f;
+#pragma unroll
+        for (int k = 0; k < kWarpsPerBlock; ++k) sq += squares[k * kN8 * 8 + r];
+        sum *= rsqrtf(sq / l.k + l.eps);
+      }
+      const long long at = (box.row_begin + r) * l.n + box.col_begin + c;
+      // As a linear's bf16 output and a residual-add after it would round: the same bits.
+      if (l.residual != nullptr) sum = round_bf16(sum) + __bfloat162float(l.residual[at]);
+      store_out(l.y + at, sum);
     }
     tile_sync<kThreads>();  // shared memory is free again
   }

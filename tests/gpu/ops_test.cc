@@ -3,7 +3,8 @@
 // never zeros), outputs poisoned with NaN before the run so an unwritten element fails, and
 // |got - ref| <= atol + rtol * |ref| everywhere. Prefill (37 and 128 tokens, and 37 more
 // after 19 cached) and decode (1 token after 50 or 300 cached) at batch 1, 3, 8 and 32;
-// linear and lm-head through both providers; attention also with a sliding window.
+// linear and lm-head through both providers; attention also with a sliding window. The fused
+// decode linears (norm-linear, linear-residual plain and gated) also re-tiled to every width.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,6 +78,8 @@ std::vector<KindCase> kind_cases() {
           {"attention", LinearProvider::ours, 16},
           {"silu-mul"},
           {"residual-add"},
+          {"norm-linear"},
+          {"linear-residual"},
           {"lm-head", LinearProvider::ours},
           {"lm-head", LinearProvider::cublaslt},
           {"argmax"}};
@@ -120,9 +123,15 @@ const Weights& weights_of(const std::string& model, const model::Graph& g, const
   std::vector<float> host;
   if (kind == "rmsnorm" || kind == "qk-norm") {
     host = random_bf16(hash(key), count, 0.5f, 1.5f);
-  } else if (kind == "linear" || kind == "lm-head") {
+  } else if (kind == "linear" || kind == "lm-head" || kind == "linear-residual") {
     const float scale = 1.f / std::sqrt(static_cast<float>(k));
     host = random_bf16(hash(key), count, -scale, scale);
+  } else if (kind == "norm-linear") {  // W's rows, then the norm's scale (k of them)
+    const int64_t scale_k = g.tensor(op.weights.back()).elements();
+    const float scale = 1.f / std::sqrt(static_cast<float>(scale_k));
+    host = random_bf16(hash(key), count - scale_k, -scale, scale);
+    const std::vector<float> norm = random_bf16(hash(key) + 1, scale_k, 0.5f, 1.5f);
+    host.insert(host.end(), norm.begin(), norm.end());
   } else {
     host = random_bf16(hash(key), count);
   }
@@ -249,6 +258,40 @@ void check_matmul(OpRun& run, bool f32_out) {
   const Tolerance tol = f32_out ? Tolerance{1e-3, 1e-3} : kBf16Out;
   EXPECT_TRUE(close_to(got_rows, reference::linear(x_rows, w, k), tol, n))
       << sample.size() << " of " << rows << " rows checked";
+}
+
+// The unwritten-element check and the values of every row.
+void expect_matmul_rows(const std::vector<float>& got, const std::vector<double>& want, int64_t n) {
+  const auto nan = std::find_if(got.begin(), got.end(), [](float v) { return std::isnan(v); });
+  EXPECT_EQ(nan, got.end()) << "unwritten output element " << (nan - got.begin());
+  EXPECT_TRUE(close_to(got, want, kNorm, n));
+}
+
+void check_norm_linear(OpRun& run) {
+  const model::Op& op = run.op();
+  const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = run.cols(op.inputs[0]);
+  const std::vector<float> x = run.input(0, -2.f, 2.f);
+  const std::span<const float> w(run.weights());
+  const DeviceBuffer& out = run.poisoned(rows * n);
+  run.launch();
+  expect_matmul_rows(
+      download_bf16(out, rows * n),
+      reference::norm_linear(x, w.first(n * k), w.subspan(n * k), k, op.attrs.f("eps")), n);
+}
+
+void check_linear_residual(OpRun& run, const model::Graph& g) {
+  const model::Op& op = run.op();
+  const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = model::linear_residual_k(op, g);
+  const bool gated = k != run.cols(op.inputs[0]);
+  const std::vector<float> x = run.input(0, gated ? -4.f : -1.f, gated ? 4.f : 1.f);
+  const std::vector<float> residual = run.input(1);
+  const std::vector<float>& w = run.weights();
+  const DeviceBuffer& out = run.poisoned(rows * n);
+  run.launch();
+  std::vector<double> want =
+      reference::linear(gated ? reference::round_bf16(reference::silu_mul(x, k)) : x, w, k);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = reference::round_bf16(want[i]) + residual[i];
+  expect_matmul_rows(download_bf16(out, rows * n), want, n);
 }
 
 void check_qk_norm(OpRun& run) {
@@ -443,6 +486,8 @@ TEST_P(OpTest, MatchesFloat64Reference) {
     if (kind == "attention") check_attention(run, 0);
     if (kind == "silu-mul") check_silu_mul(run);
     if (kind == "residual-add") check_residual_add(run);
+    if (kind == "norm-linear") check_norm_linear(run);
+    if (kind == "linear-residual") check_linear_residual(run, graph);
     if (kind == "argmax") check_argmax(run);
     ++checked;
   }
@@ -467,18 +512,31 @@ struct WidthCase {
 
 model::Graph retiled_matmul(const WidthCase& c) {
   constexpr int64_t kN = 1001, kK = 200;
-  const bool logits = std::string_view(c.kind) == "lm-head";
+  const std::string_view kind = c.kind;
+  const bool logits = kind == "lm-head", gated = kind == "gated";
   model::Graph g("prefill", 1);
-  const int x =
-      g.add_tensor({"x", model::TensorRole::activation, model::DType::bf16, {c.rows, kK}});
-  const int w = g.add_tensor({"w", model::TensorRole::weight, model::DType::bf16, {kN, kK}});
+  const int x = g.add_tensor(
+      {"x", model::TensorRole::activation, model::DType::bf16, {c.rows, gated ? 2 * kK : kK}});
+  std::vector<int> weights{
+      g.add_tensor({"w", model::TensorRole::weight, model::DType::bf16, {kN, kK}})};
   const int y = g.add_tensor({"y",
                               model::TensorRole::activation,
                               logits ? model::DType::f32 : model::DType::bf16,
                               {c.rows, kN}});
   const model::Tiling tiling{c.rows, kN, c.rows <= 64 ? c.rows : 128, c.tile_cols};
-  g.add_op("probe", c.kind, {x}, {w}, y, tiling,
-           {{"seq_len", static_cast<double>(c.rows)}, {"past_len", 0}});
+  model::Attrs attrs{{"seq_len", static_cast<double>(c.rows)}, {"past_len", 0}};
+  std::vector<int> inputs{x};
+  std::string_view graph_kind = kind;
+  if (kind == "norm-linear") {
+    weights.push_back(g.add_tensor({"norm", model::TensorRole::weight, model::DType::bf16, {kK}}));
+    attrs.set("eps", 1e-5);
+  } else if (kind == "linear-residual" || gated) {
+    inputs.push_back(
+        g.add_tensor({"r", model::TensorRole::activation, model::DType::bf16, {c.rows, kN}}));
+    graph_kind = "linear-residual";
+    if (gated) attrs.set("gated", 1);
+  }
+  g.add_op("probe", graph_kind, inputs, weights, y, tiling, attrs);
   g.finalize();
   return g;
 }
@@ -494,15 +552,29 @@ TEST_P(LinearWidthTest, MatchesFloat64Reference) {
   const WidthCase& c = GetParam();
   const model::Graph g = retiled_matmul(c);
   const GraphCase gc{"retiled", c.rows, 0, 1};
-  const KindCase kc{c.kind};
+  const std::string_view kind = g.op(0).kind->name();  // "gated" is linear-residual
+  const KindCase kc{kind.data()};
   OpRun run(g, 0, gc, kc);
-  check_matmul(run, std::string_view(c.kind) == "lm-head");
+  if (kind == "norm-linear") {
+    check_norm_linear(run);
+  } else if (kind == "linear-residual") {
+    check_linear_residual(run, g);
+  } else {
+    check_matmul(run, kind == "lm-head");
+  }
 }
 
 std::vector<WidthCase> width_cases() {
   std::vector<WidthCase> cases;
   for (const char* kind : {"linear", "lm-head"}) {
     for (int64_t rows : {1, 20, 40, 64, 100, 300}) {
+      for (int64_t cols : {16, 32, 64, 128}) cases.push_back({kind, rows, cols});
+    }
+  }
+  // The fused kinds run on the weight-streaming body only: few rows. "gated" is
+  // linear-residual with attr gated.
+  for (const char* kind : {"norm-linear", "linear-residual", "gated"}) {
+    for (int64_t rows : {1, 5, 20, 64}) {
       for (int64_t cols : {16, 32, 64, 128}) cases.push_back({kind, rows, cols});
     }
   }
