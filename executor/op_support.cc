@@ -262,7 +262,7 @@ std::string why_not(const Graph& g, const Op& op) {
       return "tile_rows = " + str(t.tile_rows) + " is over 64: " + std::string(kind) +
              " runs on the weight-streaming body only";
     }
-    const bool gated = op.attrs.has("gated") && op.attrs.i("gated") == 1;
+    const bool gated = model::linear_residual_gated(op);
     if (!norm && gated && cols_of(g, op.inputs[0]) % 2 != 0) {
       return "gated input has " + str(cols_of(g, op.inputs[0])) +
              " columns, not gate and up halves";
@@ -417,7 +417,7 @@ std::string tile_body_name(const Graph& graph, int op) {
   }
   if (kind == "norm-linear" || kind == "linear-residual") {
     const LinearShape s = linear_shape(o);
-    const bool gated = o.attrs.has("gated") && o.attrs.i("gated") == 1;
+    const bool gated = model::linear_residual_gated(o);
     const std::string input = kind == "norm-linear" ? "normed" : gated ? "gated" : "plain";
     return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", __nv_bfloat16, " + ns +
            "LinearInput::" + input + ">";

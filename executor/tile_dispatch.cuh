@@ -113,7 +113,7 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
   }
   if (kind == "linear-residual") {
     const tiles::LinearLayout<tiles::bf16> l = linear_residual_layout(g, o, b);
-    if (o.attrs.has("gated") && o.attrs.i("gated") == 1) {
+    if (model::linear_residual_gated(o)) {
       return linear<tiles::bf16, tiles::LinearInput::gated>(l, linear_shape(o), visit, true);
     }
     return linear(l, linear_shape(o), visit, true);

@@ -86,8 +86,9 @@ class OpKind {
 // input 1 the step): the attr "entries" where the op has it, else the output's columns.
 int64_t step_entries(const Graph& graph, const Op& op);
 
-// The k of a linear-residual's product: input 0's columns, or half of them with attr gated = 1
-// (silu(gate) * up of a fused gate_up output).
+// Whether a linear-residual has attr gated = 1: its product reads silu(gate) * up of a fused
+// gate_up output. Its k: input 0's columns, or half of them where gated.
+bool linear_residual_gated(const Op& op);
 int64_t linear_residual_k(const Op& op, const Graph& graph);
 
 // The registry of op kinds. Built-in kinds are present from the first lookup.

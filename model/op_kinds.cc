@@ -59,6 +59,13 @@ class RmsNorm final : public Kind {
   }
 };
 
+// What a tile of y = x W^T moves and computes at the floor: its x rows (x_cols each), its W rows
+// (k each) and its output; 2 FLOPs a weight element and row.
+TileCost product_cost(const Box& out, int64_t x_cols, int64_t k, int64_t out_bytes) {
+  return {out.rows() * x_cols * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * out_bytes,
+          2 * out.rows() * out.cols() * k};
+}
+
 // linear and lm-head: y = x W^T with W the row-wise concatenation of the op's weights
 // (q/k/v or gate/up fused as one GEMM). Output dtype follows the output tensor.
 class Linear final : public Kind {
@@ -70,9 +77,7 @@ class Linear final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    const int out_bytes = dtype_bytes(graph.tensor(op.output).dtype);
-    return {out.rows() * k * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * out_bytes,
-            2 * out.rows() * out.cols() * k};
+    return product_cost(out, k, k, dtype_bytes(graph.tensor(op.output).dtype));
   }
 };
 
@@ -89,8 +94,10 @@ class NormLinear final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    return {out.rows() * k * kBf16 + out.cols() * k * kBf16 + k * kBf16,
-            out.rows() * out.cols() * kBf16, 2 * out.rows() * out.cols() * k + 3 * out.rows() * k};
+    TileCost c = product_cost(out, k, k, kBf16);
+    c.bytes_read += k * kBf16;      // the norm's scale
+    c.flops += 3 * out.rows() * k;  // the squares and the scaling of x
+    return c;
   }
 };
 
@@ -110,8 +117,10 @@ class LinearResidual final : public Kind {
     const int64_t x_cols = cols_of(graph, op.inputs[0]);
     const int64_t k = linear_residual_k(op, graph);
     const int64_t elements = out.rows() * out.cols();
-    return {out.rows() * x_cols * kBf16 + out.cols() * k * kBf16 + elements * kBf16,
-            elements * kBf16, 2 * elements * k + elements + (x_cols - k) * out.rows() * 5};
+    TileCost c = product_cost(out, x_cols, k, kBf16);
+    c.bytes_read += elements * kBf16;                     // the residual
+    c.flops += elements + (x_cols - k) * out.rows() * 5;  // the add; gated, silu(gate) * up
+    return c;
   }
 };
 
@@ -285,8 +294,9 @@ class StepHead final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    return {4 + out.rows() * k * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * 4,
-            2 * out.rows() * out.cols() * k};
+    TileCost c = product_cost(out, k, k, 4);
+    c.bytes_read += 4;  // the step
+    return c;
   }
 };
 
@@ -307,9 +317,13 @@ class Argmax final : public Kind {
 
 }  // namespace
 
+bool linear_residual_gated(const Op& op) {
+  return op.attrs.has("gated") && op.attrs.i("gated") == 1;
+}
+
 int64_t linear_residual_k(const Op& op, const Graph& graph) {
   const int64_t x_cols = kinds::cols_of(graph, op.inputs.at(0));
-  return op.attrs.has("gated") && op.attrs.i("gated") == 1 ? x_cols / 2 : x_cols;
+  return linear_residual_gated(op) ? x_cols / 2 : x_cols;
 }
 
 int64_t step_entries(const Graph& graph, const Op& op) {

@@ -309,7 +309,7 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   } else if (kind == "linear-residual") {
     const int64_t k = model::linear_residual_k(op, g);
     const std::span<const float> x = in.in(op, 0);
-    const bool gated = k != in.in_cols(op, 0);
+    const bool gated = model::linear_residual_gated(op);
     const std::vector<float> product_in =
         gated ? round_bf16(silu_mul(x, k)) : std::vector<float>(x.begin(), x.end());
     std::vector<double> y = linear(product_in, in.stacked_weights(op, k), k);

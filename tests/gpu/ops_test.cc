@@ -282,7 +282,7 @@ void check_norm_linear(OpRun& run) {
 void check_linear_residual(OpRun& run, const model::Graph& g) {
   const model::Op& op = run.op();
   const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = model::linear_residual_k(op, g);
-  const bool gated = k != run.cols(op.inputs[0]);
+  const bool gated = model::linear_residual_gated(op);
   const std::vector<float> x = run.input(0, gated ? -4.f : -1.f, gated ? 4.f : 1.f);
   const std::vector<float> residual = run.input(1);
   const std::vector<float>& w = run.weights();
