@@ -188,23 +188,23 @@ void raise_all() {
   (raise_smem_limit<Bodies>(), ...);
 }
 
-template <typename OutT, int kCols, tiles::LinearInput kInput>
+template <typename OutT, int kCols, tiles::LinearFusion kFusion>
 void raise_stream_width() {
   using namespace tiles;
-  stream_device<LinearStreamTile<kCols, 1, OutT, kInput>>();
-  stream_device<LinearStreamTile<kCols, 2, OutT, kInput>>();
-  stream_device<LinearStreamTile<kCols, 4, OutT, kInput>>();
-  stream_device<LinearStreamTile<kCols, 8, OutT, kInput>>();
+  stream_device<LinearStreamTile<kCols, 1, OutT, kFusion>>();
+  stream_device<LinearStreamTile<kCols, 2, OutT, kFusion>>();
+  stream_device<LinearStreamTile<kCols, 4, OutT, kFusion>>();
+  stream_device<LinearStreamTile<kCols, 8, OutT, kFusion>>();
 }
 
 template <typename OutT, int kCols>
 void raise_linear_width() {
-  using tiles::LinearInput;
+  using tiles::LinearFusion;
   raise_all<tiles::LinearMmaTile<kCols, OutT>>();
-  raise_stream_width<OutT, kCols, LinearInput::plain>();
-  if constexpr (std::is_same_v<OutT, tiles::bf16>) {  // norm-linear, linear-residual
-    raise_stream_width<OutT, kCols, LinearInput::normed>();
-    raise_stream_width<OutT, kCols, LinearInput::gated>();
+  raise_stream_width<OutT, kCols, LinearFusion::plain>();
+  if constexpr (std::is_same_v<OutT, tiles::bf16>) {  // norm-linear (glu or not)
+    raise_stream_width<OutT, kCols, LinearFusion::normed>();
+    raise_stream_width<OutT, kCols, LinearFusion::normed_glu>();
   }
 }
 

@@ -255,27 +255,31 @@ std::string why_not(const Graph& g, const Op& op) {
   }
   if (kind == "norm-linear" || kind == "linear-residual") {
     const bool norm = kind == "norm-linear";
-    if (!is_pow2_width(t.tile_cols)) {
-      return "tile_cols = " + str(t.tile_cols) + " is none of 16, 32, 64, 128";
+    const bool glu = norm && model::norm_linear_glu(op);
+    if (!is_pow2_width(glu ? 2 * t.tile_cols : t.tile_cols)) {
+      return "tile_cols = " + str(t.tile_cols) + " is none of " +
+             (glu ? "8, 16, 32, 64 (glu: a gate and an up row a feature)" : "16, 32, 64, 128");
     }
     if (t.tile_rows > 64) {
       return "tile_rows = " + str(t.tile_rows) + " is over 64: " + std::string(kind) +
              " runs on the weight-streaming body only";
     }
-    const bool gated = model::linear_residual_gated(op);
-    if (!norm && gated && cols_of(g, op.inputs[0]) % 2 != 0) {
-      return "gated input has " + str(cols_of(g, op.inputs[0])) +
-             " columns, not gate and up halves";
-    }
-    const int64_t k = norm ? cols_of(g, op.inputs[0]) : model::linear_residual_k(op, g);
+    const int64_t k = cols_of(g, op.inputs[0]);
     const int matrices = static_cast<int>(op.weights.size()) - (norm ? 1 : 0);
     if (matrices < 1) return "has no weight matrix";
+    int64_t weight_rows = 0;
     for (int j = 0; j < matrices; ++j) {
       if (g.tensor(op.weights[j]).shape.back() != k) {
         return "the product's k = " + str(k) + " differs from the " +
                str(g.tensor(op.weights[j]).shape.back()) + " columns of weight '" +
                g.tensor(op.weights[j]).name + "'";
       }
+      weight_rows += g.tensor(op.weights[j]).elements() / k;
+    }
+    const int64_t features = cols_of(g, op.output);
+    if (weight_rows != (glu ? 2 : 1) * features) {
+      return "its weight matrices have " + str(weight_rows) + " rows, the output " + str(features) +
+             " features" + (glu ? " (glu reads a gate and an up row each)" : "");
     }
     if (norm) {
       if (std::string e = check_shape(g.tensor(op.weights.back()), {k}); !e.empty()) {
@@ -363,7 +367,9 @@ Support can_implement(const Graph& graph, int op) {
 LinearShape linear_shape(const Op& op) {
   const model::Tiling& t = op.tiling;
   LinearShape s;
-  s.cols = static_cast<int>(t.tile_cols);
+  // The body's tile width counts weight rows: glu streams a gate and an up row a feature.
+  const bool glu = op.kind->name() == "norm-linear" && model::norm_linear_glu(op);
+  s.cols = static_cast<int>(glu ? 2 * t.tile_cols : t.tile_cols);
   s.mma = t.tile_rows == 128;
   s.n8 = s.mma ? 0 : t.tile_rows <= 8 ? 1 : t.tile_rows <= 16 ? 2 : t.tile_rows <= 32 ? 4 : 8;
   return s;
@@ -417,10 +423,11 @@ std::string tile_body_name(const Graph& graph, int op) {
   }
   if (kind == "norm-linear" || kind == "linear-residual") {
     const LinearShape s = linear_shape(o);
-    const bool gated = model::linear_residual_gated(o);
-    const std::string input = kind == "norm-linear" ? "normed" : gated ? "gated" : "plain";
+    const std::string fusion = kind == "linear-residual"   ? "plain"
+                               : model::norm_linear_glu(o) ? "normed_glu"
+                                                           : "normed";
     return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", __nv_bfloat16, " + ns +
-           "LinearInput::" + input + ">";
+           "LinearFusion::" + fusion + ">";
   }
   if (kind == "attention") {
     const AttentionShape s = attention_shape(o);

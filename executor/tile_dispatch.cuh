@@ -24,20 +24,20 @@ decltype(auto) call(Visit& visit, const typename Body::Layout& layout) {
   return visit.template operator()<Body>(layout);
 }
 
-// The fused kinds (kInput other than plain, or a residual) run only on the weight-streaming
+// The fused kinds (kFusion other than plain, or a residual) run only on the weight-streaming
 // body; can_implement turns away their tensor-core shapes before this is reached.
-template <typename OutT, tiles::LinearInput kInput = tiles::LinearInput::plain, class Visit>
+template <typename OutT, tiles::LinearFusion kFusion = tiles::LinearFusion::plain, class Visit>
 decltype(auto) linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, Visit& visit,
                       bool fused = false) {
   using namespace tiles;
   auto stream = [&]<int kCols>() -> decltype(auto) {
-    if (s.n8 == 1) return call<LinearStreamTile<kCols, 1, OutT, kInput>>(visit, l);
-    if (s.n8 == 2) return call<LinearStreamTile<kCols, 2, OutT, kInput>>(visit, l);
-    if (s.n8 == 4) return call<LinearStreamTile<kCols, 4, OutT, kInput>>(visit, l);
-    return call<LinearStreamTile<kCols, 8, OutT, kInput>>(visit, l);
+    if (s.n8 == 1) return call<LinearStreamTile<kCols, 1, OutT, kFusion>>(visit, l);
+    if (s.n8 == 2) return call<LinearStreamTile<kCols, 2, OutT, kFusion>>(visit, l);
+    if (s.n8 == 4) return call<LinearStreamTile<kCols, 4, OutT, kFusion>>(visit, l);
+    return call<LinearStreamTile<kCols, 8, OutT, kFusion>>(visit, l);
   };
   auto body = [&]<int kCols>() -> decltype(auto) {
-    if constexpr (kInput == LinearInput::plain) {
+    if constexpr (kFusion == LinearFusion::plain) {
       if (s.mma && !fused) return call<LinearMmaTile<kCols, OutT>>(visit, l);
     }
     return stream.template operator()<kCols>();
@@ -108,15 +108,14 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
   if (kind == "linear") return linear(linear_layout(g, o, b), linear_shape(o), visit);
   if (kind == "lm-head") return linear(lm_head_layout(g, o, b), linear_shape(o), visit);
   if (kind == "norm-linear") {
-    return linear<tiles::bf16, tiles::LinearInput::normed>(norm_linear_layout(g, o, b),
-                                                           linear_shape(o), visit, true);
+    const tiles::LinearLayout<tiles::bf16> l = norm_linear_layout(g, o, b);
+    if (model::norm_linear_glu(o)) {
+      return linear<tiles::bf16, tiles::LinearFusion::normed_glu>(l, linear_shape(o), visit, true);
+    }
+    return linear<tiles::bf16, tiles::LinearFusion::normed>(l, linear_shape(o), visit, true);
   }
   if (kind == "linear-residual") {
-    const tiles::LinearLayout<tiles::bf16> l = linear_residual_layout(g, o, b);
-    if (model::linear_residual_gated(o)) {
-      return linear<tiles::bf16, tiles::LinearInput::gated>(l, linear_shape(o), visit, true);
-    }
-    return linear(l, linear_shape(o), visit, true);
+    return linear(linear_residual_layout(g, o, b), linear_shape(o), visit, true);
   }
   if (kind == "step-embedding") {
     return call<tiles::EmbeddingTile>(visit, step_embedding_layout(g, o, b));

@@ -103,7 +103,8 @@ tiles::LinearLayout<float> lm_head_layout(const Graph& g, const Op& op, const St
 tiles::LinearLayout<tiles::bf16> norm_linear_layout(const Graph& g, const Op& op,
                                                     const StageBuffers& b) {
   tiles::LinearLayout<tiles::bf16> l = make_linear_layout<tiles::bf16>(g, op, b);
-  l.norm = l.w + static_cast<int64_t>(l.n) * l.k;  // W's rows, then the scale
+  const int64_t weight_rows = model::norm_linear_glu(op) ? 2 * l.n : l.n;  // glu: gate, up
+  l.norm = l.w + weight_rows * l.k;                                        // then the scale
   l.eps = static_cast<float>(op.attrs.f("eps"));
   return l;
 }
@@ -111,7 +112,6 @@ tiles::LinearLayout<tiles::bf16> norm_linear_layout(const Graph& g, const Op& op
 tiles::LinearLayout<tiles::bf16> linear_residual_layout(const Graph& g, const Op& op,
                                                         const StageBuffers& b) {
   tiles::LinearLayout<tiles::bf16> l = make_linear_layout<tiles::bf16>(g, op, b);
-  l.k = static_cast<int>(model::linear_residual_k(op, g));
   l.residual = tensor_ptr<const tiles::bf16>(g, op, op.inputs.at(1), b);
   return l;
 }

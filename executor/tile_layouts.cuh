@@ -37,8 +37,9 @@ tiles::LinearLayout<tiles::bf16> linear_layout(const model::Graph&, const model:
                                                const StageBuffers&);
 tiles::LinearLayout<float> lm_head_layout(const model::Graph&, const model::Op&,
                                           const StageBuffers&);
-// norm-linear: linear's with the norm's scale (the last of the op's weights, after W) and eps.
-// linear-residual: linear's over k = linear_residual_k (model/op.h) with the residual, input 1.
+// norm-linear: linear's with the norm's scale (the last of the op's weights, after W; with attr
+// glu, W is gate then up, twice the output's features) and eps. linear-residual: linear's with
+// the residual, input 1.
 tiles::LinearLayout<tiles::bf16> norm_linear_layout(const model::Graph&, const model::Op&,
                                                     const StageBuffers&);
 tiles::LinearLayout<tiles::bf16> linear_residual_layout(const model::Graph&, const model::Op&,

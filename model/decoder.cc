@@ -93,16 +93,29 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
     op("attn.residual", "residual-add", {x, o}, {}, x1, elementwise_tiling(hidden));
   }
 
-  const int gate_up = activation(n + "gate_up", 2 * inter);
-  normed_linear("mlp_norm", w + "post_attention_layernorm.weight", x1, "mlp.gate_up",
-                {weight(w + "mlp.gate_proj.weight", {inter, hidden}),
-                 weight(w + "mlp.up_proj.weight", {inter, hidden})},
-                gate_up);
-  const int x2 = activation(n + "mlp_residual", hidden);
+  auto gate_and_up = [&] {
+    return std::vector<int>{weight(w + "mlp.gate_proj.weight", {inter, hidden}),
+                            weight(w + "mlp.up_proj.weight", {inter, hidden})};
+  };
+  int x2 = -1;
   if (fused) {
-    op("mlp.down", "linear-residual", {gate_up, x1}, {down_weight}, x2,
-       linear_tiling(rows_, hidden), {{"gated", 1}});
+    // silu(gate) * up straight from the norm-linear: a tile streams the gate and the up rows of
+    // its features, as many weight rows as a tile of the unfused gate_up.
+    const int m = activation(n + "mlp_act", inter);
+    std::vector<int> weights = gate_and_up();
+    weights.push_back(weight(w + "post_attention_layernorm.weight", {hidden}));
+    Attrs glu = eps;
+    glu.set("glu", 1);
+    const Tiling t = linear_tiling(rows_, 2 * inter);
+    op("mlp.gate_up", "norm-linear", {x1}, std::move(weights), m,
+       {t.rows, inter, t.tile_rows, t.tile_cols / 2}, glu);
+    x2 = activation(n + "mlp_residual", hidden);
+    op("mlp.down", "linear-residual", {m, x1}, {down_weight}, x2, linear_tiling(rows_, hidden));
   } else {
+    const int gate_up = activation(n + "gate_up", 2 * inter);
+    normed_linear("mlp_norm", w + "post_attention_layernorm.weight", x1, "mlp.gate_up",
+                  gate_and_up(), gate_up);
+    x2 = activation(n + "mlp_residual", hidden);
     const int m = activation(n + "mlp_act", inter);
     op("mlp.silu_mul", "silu-mul", {gate_up}, {}, m, elementwise_tiling(inter));
     const int d = activation(n + "mlp_out", hidden);

@@ -86,10 +86,10 @@ class OpKind {
 // input 1 the step): the attr "entries" where the op has it, else the output's columns.
 int64_t step_entries(const Graph& graph, const Op& op);
 
-// Whether a linear-residual has attr gated = 1: its product reads silu(gate) * up of a fused
-// gate_up output. Its k: input 0's columns, or half of them where gated.
-bool linear_residual_gated(const Op& op);
-int64_t linear_residual_k(const Op& op, const Graph& graph);
+// Whether a norm-linear has attr glu = 1: its weights are gate rows then as many up rows, and it
+// writes silu(gate) * up, an MLP's gate_up and silu-mul in one op (half the weight rows as
+// output features).
+bool norm_linear_glu(const Op& op);
 
 // The registry of op kinds. Built-in kinds are present from the first lookup.
 const OpKind& op_kind(std::string_view name);

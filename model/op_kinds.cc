@@ -59,11 +59,12 @@ class RmsNorm final : public Kind {
   }
 };
 
-// What a tile of y = x W^T moves and computes at the floor: its x rows (x_cols each), its W rows
-// (k each) and its output; 2 FLOPs a weight element and row.
-TileCost product_cost(const Box& out, int64_t x_cols, int64_t k, int64_t out_bytes) {
-  return {out.rows() * x_cols * kBf16 + out.cols() * k * kBf16, out.rows() * out.cols() * out_bytes,
-          2 * out.rows() * out.cols() * k};
+// What a tile of y = x W^T moves and computes at the floor: its x rows, its W rows (k each,
+// weight_rows of them an output feature) and its output; 2 FLOPs a weight element and row.
+TileCost product_cost(const Box& out, int64_t k, int64_t out_bytes, int64_t weight_rows = 1) {
+  const int64_t rows = weight_rows * out.cols();
+  return {out.rows() * k * kBf16 + rows * k * kBf16, out.rows() * out.cols() * out_bytes,
+          2 * out.rows() * rows * k};
 }
 
 // linear and lm-head: y = x W^T with W the row-wise concatenation of the op's weights
@@ -77,7 +78,7 @@ class Linear final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    return product_cost(out, k, k, dtype_bytes(graph.tensor(op.output).dtype));
+    return product_cost(out, k, dtype_bytes(graph.tensor(op.output).dtype));
   }
 };
 
@@ -85,6 +86,9 @@ class Linear final : public Kind {
 // linear after it): the weights are W's tensors, concatenated as linear's, then the norm's scale
 // g (k). y[r, c] = rsqrt(mean(x[r]^2) + eps) * sum_k bf16(x[r, k] g[k]) W[c, k]: the row's scale
 // comes after the sum, so each tile reads x once and needs no separate norm pass. Attr "eps".
+// With attr "glu" = 1, W is gate (n, k) then up (n, k) for an output of n features, and the op
+// writes silu(bf16(gate)) * bf16(up), the bits of the gate_up linear and the silu-mul after it:
+// a tile reads the gate and the up rows of its features.
 class NormLinear final : public Kind {
  public:
   NormLinear() : Kind("norm-linear", {Access::full_row}) {}
@@ -94,17 +98,17 @@ class NormLinear final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    TileCost c = product_cost(out, k, k, kBf16);
-    c.bytes_read += k * kBf16;      // the norm's scale
-    c.flops += 3 * out.rows() * k;  // the squares and the scaling of x
+    const bool glu = norm_linear_glu(op);
+    TileCost c = product_cost(out, k, kBf16, glu ? 2 : 1);  // glu: a gate and an up row a feature
+    c.bytes_read += k * kBf16;                              // the norm's scale
+    c.flops += 3 * out.rows() * k;                          // the squares and the scaling of x
+    if (glu) c.flops += 5 * out.rows() * out.cols();        // silu(gate) * up
     return c;
   }
 };
 
 // linear-residual: y = r + bf16(x W^T), input 1 the residual r (rows, n): a linear and the
-// residual add after it, rounded as the two would round. With attr "gated" = 1, input 0 is a fused
-// gate_up output (rows, 2k) and the product reads silu(gate) * up, rounded to bf16, in place of
-// x: an MLP's silu-mul, down projection and residual add as one op.
+// residual add after it, rounded as the two would round.
 class LinearResidual final : public Kind {
  public:
   LinearResidual() : Kind("linear-residual", {Access::full_row, Access::one_to_one}) {}
@@ -114,12 +118,11 @@ class LinearResidual final : public Kind {
     return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
-    const int64_t x_cols = cols_of(graph, op.inputs[0]);
-    const int64_t k = linear_residual_k(op, graph);
+    const int64_t k = cols_of(graph, op.inputs[0]);
     const int64_t elements = out.rows() * out.cols();
-    TileCost c = product_cost(out, x_cols, k, kBf16);
-    c.bytes_read += elements * kBf16;                     // the residual
-    c.flops += elements + (x_cols - k) * out.rows() * 5;  // the add; gated, silu(gate) * up
+    TileCost c = product_cost(out, k, kBf16);
+    c.bytes_read += elements * kBf16;  // the residual
+    c.flops += elements;               // the add
     return c;
   }
 };
@@ -294,7 +297,7 @@ class StepHead final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t k = cols_of(graph, op.inputs[0]);
-    TileCost c = product_cost(out, k, k, 4);
+    TileCost c = product_cost(out, k, 4);
     c.bytes_read += 4;  // the step
     return c;
   }
@@ -317,14 +320,7 @@ class Argmax final : public Kind {
 
 }  // namespace
 
-bool linear_residual_gated(const Op& op) {
-  return op.attrs.has("gated") && op.attrs.i("gated") == 1;
-}
-
-int64_t linear_residual_k(const Op& op, const Graph& graph) {
-  const int64_t x_cols = kinds::cols_of(graph, op.inputs.at(0));
-  return linear_residual_gated(op) ? x_cols / 2 : x_cols;
-}
+bool norm_linear_glu(const Op& op) { return op.attrs.has("glu") && op.attrs.i("glu") == 1; }
 
 int64_t step_entries(const Graph& graph, const Op& op) {
   return op.attrs.has("entries") ? op.attrs.i("entries") : kinds::cols_of(graph, op.output);

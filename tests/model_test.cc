@@ -53,9 +53,17 @@ TEST(ModelTest, DecodeLayersFuseIntoTheirLinears) {
                         "layers.0.attn.o linear-residual", "layers.0.mlp.gate_up norm-linear",
                         "layers.0.mlp.down linear-residual"}));
   for (const Op& op : g.ops()) {
+    if (op.name == "layers.0.mlp.gate_up") {
+      // silu(gate) * up: gate, up and the norm's scale; 8192 features, tiles of 64 (128 weight
+      // rows each, as the unfused gate_up's).
+      EXPECT_TRUE(norm_linear_glu(op));
+      ASSERT_EQ(op.weights.size(), 3u);
+      EXPECT_EQ(g.tensor(op.weights[1]).name, "model.layers.0.mlp.up_proj.weight");
+      EXPECT_EQ(g.tensor(op.output).shape, (std::vector<int64_t>{8, 8192}));
+      EXPECT_EQ(op.tiling.tile_cols, 64);
+    }
     if (op.name == "layers.0.mlp.down") {
-      EXPECT_EQ(op.attrs.i("gated"), 1);
-      EXPECT_EQ(linear_residual_k(op, g), 8192);
+      EXPECT_EQ(g.tensor(op.inputs[0]).name, "layers.0.mlp_act");
       // The residual stream: the attention block's sum, added after the product.
       EXPECT_EQ(g.tensor(op.inputs[1]).name, "layers.0.attn_residual");
     }
@@ -88,19 +96,19 @@ TEST_P(DecodeClosedForm, LinearAndAttentionTotals) {
     const std::string_view kind = op.kind->name();
     if (kind == "linear" || kind == "lm-head" || kind == "norm-linear" ||
         kind == "linear-residual") {
-      const int64_t x_cols = g.tensor(op.inputs[0]).shape.back();
-      const int64_t k = kind == "linear-residual" ? linear_residual_k(op, g) : x_cols;
+      const int64_t k = g.tensor(op.inputs[0]).shape.back();
       const int64_t tiles = op.tiling.col_tiles();
-      // Reads: activations (rows x x_cols per tile) plus the weight slice (cols x K per tile);
-      // the fused kinds also the norm's scale (K per tile) or the residual (once), and their
-      // few FLOPs an element of x or of the output.
-      int64_t other_reads = tiles * batch * x_cols * 2, other_flops = 0;
+      // Reads: activations (rows x K per tile) plus the weight slice (cols x K per tile, glu
+      // twice as many rows); the fused kinds also the norm's scale (K per tile) or the residual
+      // (once), and their few FLOPs an element of x or of the output.
+      int64_t other_reads = tiles * batch * k * 2, other_flops = 0;
       if (kind == "norm-linear") {
         other_reads += tiles * k * 2;
         other_flops = tiles * 3 * batch * k;
+        if (norm_linear_glu(op)) other_flops += 5 * batch * op.tiling.cols;
       } else if (kind == "linear-residual") {
         other_reads += batch * op.tiling.cols * 2;
-        other_flops = batch * op.tiling.cols + tiles * 5 * batch * (x_cols - k);
+        other_flops = batch * op.tiling.cols;
       }
       linear_flops += cost.flops - other_flops;
       linear_weight_bytes += cost.bytes_read - other_reads;

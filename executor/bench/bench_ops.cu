@@ -60,13 +60,14 @@ int64_t floor_bytes(const model::Graph& g, const model::Op& o) {
   const model::Tiling& t = o.tiling;
   const int64_t out = t.rows * t.cols * model::dtype_bytes(g.tensor(o.output).dtype);
   auto a = [&](const char* key) { return o.attrs.i(key); };
-  if (kind == "linear" || kind == "lm-head" || kind == "norm-linear") {
+  if (kind == "linear" || kind == "lm-head" || kind == "norm-linear") {  // glu: gate and up rows
     const int64_t k = g.tensor(o.inputs[0]).shape.back();
-    return t.rows * k * 2 + t.cols * k * 2 + out + (kind == "norm-linear" ? k * 2 : 0);
+    const int64_t weight_rows = model::norm_linear_glu(o) ? 2 * t.cols : t.cols;
+    return t.rows * k * 2 + weight_rows * k * 2 + out + (kind == "norm-linear" ? k * 2 : 0);
   }
-  if (kind == "linear-residual") {  // x (gated: gate and up), W, the residual and y
-    const int64_t x_cols = g.tensor(o.inputs[0]).shape.back();
-    return t.rows * x_cols * 2 + t.cols * model::linear_residual_k(o, g) * 2 + 2 * out;
+  if (kind == "linear-residual") {  // x, W, the residual and y
+    const int64_t k = g.tensor(o.inputs[0]).shape.back();
+    return t.rows * k * 2 + t.cols * k * 2 + 2 * out;
   }
   if (kind == "attention") {
     const int64_t keys = a("past_len") + a("seq_len");

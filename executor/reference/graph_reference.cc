@@ -304,15 +304,14 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
     const int64_t k = in.in_cols(op, 0);
     in.expect_weights(op, 2, -1);
     const int matrices = static_cast<int>(op.weights.size()) - 1;
-    in.store(op, norm_linear(in.in(op, 0), in.stacked_weights(op, k, matrices),
-                             in.weight(op, matrices), k, op.attrs.f("eps")));
+    std::vector<double> y = norm_linear(in.in(op, 0), in.stacked_weights(op, k, matrices),
+                                        in.weight(op, matrices), k, op.attrs.f("eps"));
+    // glu: the gate_up output rounded to bf16, then silu-mul's arithmetic.
+    if (model::norm_linear_glu(op)) y = silu_mul(round_bf16(y), in.out_cols(op));
+    in.store(op, y);
   } else if (kind == "linear-residual") {
-    const int64_t k = model::linear_residual_k(op, g);
-    const std::span<const float> x = in.in(op, 0);
-    const bool gated = model::linear_residual_gated(op);
-    const std::vector<float> product_in =
-        gated ? round_bf16(silu_mul(x, k)) : std::vector<float>(x.begin(), x.end());
-    std::vector<double> y = linear(product_in, in.stacked_weights(op, k), k);
+    const int64_t k = in.in_cols(op, 0);
+    std::vector<double> y = linear(in.in(op, 0), in.stacked_weights(op, k), k);
     const std::span<const float> residual = in.in(op, 1);
     if (residual.size() != y.size()) {
       throw Error("residual '" + g.tensor(op.inputs[1]).name + "' holds " +

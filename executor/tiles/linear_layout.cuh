@@ -12,11 +12,12 @@ namespace megacut::tiles {
 template <typename OutT>
 struct LinearLayout {
   const bf16* x;  // (rows, k)
-  const bf16* w;  // (n, k): the op's weights concatenated along n; step-head: (steps * n, k)
+  const bf16* w;  // (n, k): the op's weights concatenated along n; step-head: (steps * n, k);
+                  // normed_glu: (2n, k), gate then up
   OutT* y;        // (rows, n)
-  int n;
-  int k;                      // multiple of 8
-  TileGrid grid;              // (rows, n)
+  int n;          // output features
+  int k;          // multiple of 8
+  TileGrid grid;  // (rows, n)
   const int* step = nullptr;  // (1): step-head's step; null for linear and lm-head
   int steps = 0;              // step-head: heads stacked in w
   // The fusions of the weight-streaming body (norm-linear, linear-residual):
@@ -25,9 +26,10 @@ struct LinearLayout {
   const bf16* residual = nullptr;  // (rows, n): added to y (linear-residual)
 };
 
-// What the weight-streaming body multiplies W by: x itself; x normalized per row (norm-linear,
-// the row's scale applied after the sum); or silu(gate) * up of a (rows, 2k) gate_up output.
-enum class LinearInput { plain, normed, gated };
+// What the weight-streaming body does besides y = x W^T: nothing; normalize x per row
+// (norm-linear, the row's scale applied after the sum); or that, with W gate rows (n) then up
+// rows (n), and y = silu(gate) * up (norm-linear with attr glu: an MLP's gate_up and silu-mul).
+enum class LinearFusion { plain, normed, normed_glu };
 
 // The (n, k) weight rows a tile multiplies by: w itself, or step-head's head s. A step outside
 // [0, steps) is clamped into it rather than read out of bounds (the host writes valid steps;

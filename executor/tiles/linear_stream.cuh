@@ -15,14 +15,15 @@
 // warps of each 16-row block meet in shared memory and are summed in a fixed order: no atomics,
 // so a tile's result does not depend on which warp finishes first.
 //
-// The fusions of a decode step (LinearInput, tiles/linear_layout.cuh) change only what a lane
-// makes of its x loads and what the store adds: normed multiplies each x by the norm's scale and
-// sums the squares of the raw x on the way (the warps of the first 16-row block see every k of
-// every row once), so the row's rsqrt(mean(x^2) + eps) scales the finished sum; gated loads gate
-// and up and multiplies by silu(gate) * up rounded to bf16 (with fast exp and division, a few
-// float ulps from silu-mul's before the rounding); a residual is added to the sum rounded to bf16,
-// the bits of a linear and a residual-add after it. Normed rounds once where rmsnorm and a linear
-// after it round the normalized x twice.
+// The fusions of a decode step (LinearFusion, tiles/linear_layout.cuh) change only what a lane
+// makes of its x loads and what the store makes of the sums: normed multiplies each x by the
+// norm's scale and sums the squares of the raw x on the way (the warps of the first 16-row block
+// see every k of every row once), so the row's rsqrt(mean(x^2) + eps) scales the finished sum;
+// normed_glu also streams, for the tile's output features c, the gate rows c and the up rows
+// n + c as the two halves of one tile of weight rows, and stores silu(gate) * up, each rounded to
+// bf16 first, as a gate_up linear and a silu-mul after it would; a residual is added to the sum
+// rounded to bf16, the bits of a linear and a residual-add after it. Normed rounds once where
+// rmsnorm and a linear after it round the normalized x twice.
 #pragma once
 
 #include "executor/tiles/linear_layout.cuh"
@@ -31,9 +32,10 @@
 
 namespace megacut::tiles {
 
-// kCols: tile width (16, 32, 64, 128); kN8: 8-row blocks of x covering tile_rows (1, 2, 4, 8);
-// kInput: what multiplies W.
-template <int kCols, int kN8, typename OutT, LinearInput kInput = LinearInput::plain>
+// kCols: weight rows a tile (16, 32, 64, 128; normed_glu: gate rows, then as many up rows, for
+// kCols / 2 output features); kN8: 8-row blocks of x covering tile_rows (1, 2, 4, 8); kFusion:
+// what the body does besides the product.
+template <int kCols, int kN8, typename OutT, LinearFusion kFusion = LinearFusion::plain>
 struct LinearStreamTile {
   using Layout = LinearLayout<OutT>;
 
@@ -45,16 +47,10 @@ struct LinearStreamTile {
   static constexpr int kBoxes = kStageK / kBoxK;                  // (kCols, kBoxK) boxes a stage
   static constexpr int kUnitsPerBlock = kStageK / 32;             // (16 rows, 32 k) units
   static constexpr int kWarpsPerBlock = kWarps / kMBlocks;        // 8, 4, 2, 1
-  static constexpr bool kNormed = kInput == LinearInput::normed;
-  static constexpr bool kGated = kInput == LinearInput::gated;
-  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count (gated loads gate
-  // and up, twice as many registers a stage: half as many stages ahead).
-  static constexpr int kAhead = kGated ? (kN8 == 1   ? 4
-                                          : kN8 == 2 ? 2
-                                                     : 1)
-                                       : (kN8 == 1   ? 4
-                                          : kN8 <= 4 ? 2
-                                                     : 1);
+  static constexpr bool kNormed = kFusion != LinearFusion::plain;
+  static constexpr bool kGlu = kFusion == LinearFusion::normed_glu;
+  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count.
+  static constexpr int kAhead = kN8 == 1 ? 4 : kN8 <= 4 ? 2 : 1;
   static_assert(kCols == 16 || kCols == 32 || kCols == 64 || kCols == 128, "tile width");
   static_assert(kN8 == 1 || kN8 == 2 || kN8 == 4 || kN8 == 8, "row blocks");
   static_assert(kMBlocks * kUnitsPerBlock == 2 * kWarps, "two units per warp per stage");
@@ -65,13 +61,16 @@ struct LinearStreamTile {
     return kWarpsPerBlock * kCols * kN8 * 8 * 4 + (kNormed ? kWarpsPerBlock * kN8 * 8 * 4 : 0);
   }
 
-  // The matrix the tiles' rows come from: the op's weights; for step-head every step's heads.
+  // The matrix the tiles' rows come from: the op's weights (normed_glu: gate, then up); for
+  // step-head every step's heads.
   __host__ __device__ static StreamMapShape map_shape(const Layout& l) {
+    if constexpr (kGlu) return {l.w, l.k, 2ll * l.n, kBoxK, kCols / 2};
     const long long rows = l.step != nullptr ? static_cast<long long>(l.steps) * l.n : l.n;
     return {l.w, l.k, rows, kBoxK, kCols};
   }
 
-  // The tile's weight rows, every k; step-head's follow the step, a stage input.
+  // The tile's weight rows, every k; step-head's follow the step, a stage input; normed_glu's in
+  // two parts, gate rows and up rows (the slot holds them as one box of kCols rows).
   __device__ static StreamPlan stream(const Layout& l, long long tile, const void* map) {
     const TileBox box = l.grid.box(tile);
     const long long first = weight_rows(l) - l.w;  // elements: a step's heads
@@ -83,6 +82,11 @@ struct LinearStreamTile {
     p.stages = (l.k + kStageK - 1) / kStageK;
     p.box_bytes = kBoxK * kCols * 2;
     p.after_prior_grids = l.step != nullptr;
+    if constexpr (kGlu) {
+      p.parts = 2;
+      p.part_rows = l.n;
+      p.box_bytes /= 2;
+    }
     return p;
   }
 
@@ -96,7 +100,6 @@ struct LinearStreamTile {
     const int g = lane / 4, q = lane % 4;
     const int rows = box.rows(), cols = box.cols();
     const int stages = (l.k + kStageK - 1) / kStageK;
-    const long long x_stride = kGated ? 2ll * l.k : l.k;  // gated: gate, then up
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
     float acc[kN8][4];
@@ -108,10 +111,10 @@ struct LinearStreamTile {
 #pragma unroll
     for (int j = 0; j < kN8; ++j) sum_sq[j] = 0.f;
 
-    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane (gated: of gate, and
-    // of up); normed, the same 8 k of the norm's scale. Plain arrays of registers, never an
-    // address taken: a struct of them or a pointer cast to read one went to local memory.
-    auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&up)[2][kN8], uint4(&scale)[2]) {
+    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane; normed, the same 8 k
+    // of the norm's scale. Plain arrays of registers, never an address taken: a struct of them
+    // or a pointer cast to read one went to local memory.
+    auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&scale)[2]) {
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
@@ -122,34 +125,23 @@ struct LinearStreamTile {
         for (int j = 0; j < kN8; ++j) {
           const int r = j * 8 + g;
           const bool inside = k < l.k && r < rows;
-          const bf16* p = l.x + (box.row_begin + r) * x_stride + k;
+          const bf16* p = l.x + (box.row_begin + r) * l.k + k;
           x[u][j] = inside ? *reinterpret_cast<const uint4*>(p) : zero;
-          if constexpr (kGated) up[u][j] = inside ? *reinterpret_cast<const uint4*>(p + l.k) : zero;
         }
       }
     };
-    // One word (two bf16 of k) of what multiplies W, from the loaded words.
-    auto operand_word = [&](unsigned x, unsigned other, float& squares) -> unsigned {
-      float lo = bf16_low(x), hi = bf16_high(x);
-      if constexpr (kNormed) {
-        squares += lo * lo + hi * hi;
-        lo *= bf16_low(other);
-        hi *= bf16_high(other);
-      } else {
-        // Fast exp and division: every tile of the op evaluates silu over all of k (and a batch
-        // of one over 8 rows, 7 of zeros), so IEEE division's slow path (taken for 0 / 2) made
-        // the body ten times slower than its weights.
-        lo = __fdividef(lo, 1.0f + __expf(-lo)) * bf16_low(other);
-        hi = __fdividef(hi, 1.0f + __expf(-hi)) * bf16_high(other);
-      }
-      return pack_bf16x2(lo, hi);
+    // One word (two bf16 of k) of what multiplies W, from the loaded words of x and the scale.
+    auto operand_word = [&](unsigned x, unsigned scale, float& squares) -> unsigned {
+      const float lo = bf16_low(x), hi = bf16_high(x);
+      squares += lo * lo + hi * hi;
+      return pack_bf16x2(lo * bf16_low(scale), hi * bf16_high(scale));
     };
-    auto operand = [&](const uint4& x, const uint4& other, float& squares) -> uint4 {
-      if constexpr (kInput == LinearInput::plain) {
+    auto operand = [&](const uint4& x, const uint4& scale, float& squares) -> uint4 {
+      if constexpr (!kNormed) {
         return x;
       } else {
-        return make_uint4(operand_word(x.x, other.x, squares), operand_word(x.y, other.y, squares),
-                          operand_word(x.z, other.z, squares), operand_word(x.w, other.w, squares));
+        return make_uint4(operand_word(x.x, scale.x, squares), operand_word(x.y, scale.y, squares),
+                          operand_word(x.z, scale.z, squares), operand_word(x.w, scale.w, squares));
       }
     };
     // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes.
@@ -162,11 +154,10 @@ struct LinearStreamTile {
     };
 
     uint4 x[kAhead][2][kN8];
-    uint4 up[kGated ? kAhead : 1][2][kN8];
     uint4 scale[kNormed ? kAhead : 1][2];
 #pragma unroll
     for (int d = 0; d < kAhead; ++d) {
-      if (d < stages) load_x(d, x[d], up[kGated ? d : 0], scale[kNormed ? d : 0]);
+      if (d < stages) load_x(d, x[d], scale[kNormed ? d : 0]);
     }
     for (int s0 = 0; s0 < stages; s0 += kAhead) {
 #pragma unroll
@@ -184,16 +175,13 @@ struct LinearStreamTile {
 #pragma unroll
           for (int j = 0; j < kN8; ++j) {
             // One row block's operand at a time: fewer registers live than all kN8 of them.
-            const uint4 xs =
-                operand(x[d][u][j], kGated ? up[kGated ? d : 0][u][j] : scale[kNormed ? d : 0][u],
-                        sum_sq[j]);
+            const uint4 xs = operand(x[d][u][j], scale[kNormed ? d : 0][u], sum_sq[j]);
             const unsigned b0[2] = {xs.x, xs.y}, b1[2] = {xs.z, xs.w};
             mma_bf16(acc[j], a0, b0);  // k16 step t = 0
             mma_bf16(acc[j], a1, b1);  // t = 1
           }
         }
-        if (s + kAhead < stages)
-          load_x(s + kAhead, x[d], up[kGated ? d : 0], scale[kNormed ? d : 0]);
+        if (s + kAhead < stages) load_x(s + kAhead, x[d], scale[kNormed ? d : 0]);
       }
     }
 
@@ -217,16 +205,27 @@ struct LinearStreamTile {
     }
     if (stages > 0) weights.release();  // the last stage: its sums are stored
     tile_sync<kThreads>();
+    // normed_glu's tile (cols <= kCols / 2 features) has the gate sums of its features in weight
+    // rows [0, kCols / 2) and their up sums in the rows after.
     for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
       const int r = i / cols, c = i % cols;
-      float sum = 0.f;
+      auto total = [&](int row) {
+        float sum = 0.f;
 #pragma unroll
-      for (int k = 0; k < kWarpsPerBlock; ++k) sum += partial[(k * kN8 * 8 + r) * kCols + c];
+        for (int k = 0; k < kWarpsPerBlock; ++k) sum += partial[(k * kN8 * 8 + r) * kCols + row];
+        return sum;
+      };
+      float sum = total(c);
       if constexpr (kNormed) {
         float sq = 0.f;
 #pragma unroll
         for (int k = 0; k < kWarpsPerBlock; ++k) sq += squares[k * kN8 * 8 + r];
-        sum *= rsqrtf(sq / l.k + l.eps);
+        const float row_scale = rsqrtf(sq / l.k + l.eps);
+        sum *= row_scale;
+        if constexpr (kGlu) {  // silu-mul's arithmetic on gate_up's bf16 outputs
+          const float gate = round_bf16(sum), up = round_bf16(total(c + kCols / 2) * row_scale);
+          sum = gate / (1.0f + expf(-gate)) * up;
+        }
       }
       const long long at = (box.row_begin + r) * l.n + box.col_begin + c;
       // As a linear's bf16 output and a residual-add after it would round: the same bits.

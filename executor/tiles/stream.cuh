@@ -26,7 +26,10 @@ namespace megacut::tiles {
 
 // What a task streams: `stages` stages of `boxes` boxes each through the tensor map at `map`
 // (global or kernel-parameter memory), box b of stage s at coordinates (k = (s * boxes + b) *
-// box_k, row). box_bytes counts a whole box, zero fill included: what the copy engine delivers.
+// box_k, row). A box may come in `parts` pieces of the map's box rows each, piece p from rows
+// row + p * part_rows, one after the other in the slot: rows of a matrix that lie apart (a fused
+// gate_up's gate and up rows of the same features) land as one box. box_bytes counts a piece,
+// zero fill included: what the copy engine delivers.
 // With after_prior_grids the row depends on a stage input (a code predictor's step), which the
 // producer reads only after the kernels before it are done.
 struct StreamPlan {
@@ -37,8 +40,10 @@ struct StreamPlan {
   int stages;
   int box_bytes;
   int after_prior_grids;
+  int parts = 1;
+  int part_rows = 0;
 
-  __device__ int stage_bytes() const { return boxes * box_bytes; }
+  __device__ int stage_bytes() const { return boxes * parts * box_bytes; }
 };
 
 // A body that streams: its stream(layout, tile, map) says what a tile reads through the ring (map:
@@ -117,11 +122,14 @@ __device__ __forceinline__ bool produce_stream(const StreamRing& ring, unsigned&
     const unsigned stage = shared_address(ring.data) + slot * kStreamSlotBytes;
     for (int b = 0; b < plan.boxes; ++b) {
       const int k = (s * plan.boxes + b) * plan.box_k;
-      asm volatile(
-          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-          ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(stage + b * plan.box_bytes),
-          "l"(plan.map), "r"(k), "r"(plan.row), "r"(full), "l"(policy)
-          : "memory");
+      for (int part = 0; part < plan.parts; ++part) {
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(
+                stage + (b * plan.parts + part) * plan.box_bytes),
+            "l"(plan.map), "r"(k), "r"(plan.row + part * plan.part_rows), "r"(full), "l"(policy)
+            : "memory");
+      }
     }
   }
   return true;

@@ -59,17 +59,17 @@ TEST(TileBodyName, FollowsTheTileShape) {
     }
     return std::string("?");
   };
-  const std::string normed = ", " + ns + "LinearInput::normed>";
+  const std::string normed = ", " + ns + "LinearFusion::normed>";
   EXPECT_EQ(name(decode, "layers.0.attn.qkv"),
             ns + "LinearStreamTile<16, 1, __nv_bfloat16" + normed);
   EXPECT_EQ(name(decode32, "layers.0.attn.qkv"),
             ns + "LinearStreamTile<16, 4, __nv_bfloat16" + normed);
   EXPECT_EQ(name(decode, "layers.0.mlp.gate_up"),
-            ns + "LinearStreamTile<128, 1, __nv_bfloat16" + normed);
+            ns + "LinearStreamTile<128, 1, __nv_bfloat16, " + ns + "LinearFusion::normed_glu>");
   EXPECT_EQ(name(decode, "layers.0.attn.o"),
-            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearInput::plain>");
+            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
   EXPECT_EQ(name(decode, "layers.0.mlp.down"),
-            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearInput::gated>");
+            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
   EXPECT_EQ(name(prefill, "layers.0.attn.qkv"), ns + "LinearMmaTile<16, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float>");
   EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<64, __nv_bfloat16>");

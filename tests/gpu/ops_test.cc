@@ -4,7 +4,7 @@
 // |got - ref| <= atol + rtol * |ref| everywhere. Prefill (37 and 128 tokens, and 37 more
 // after 19 cached) and decode (1 token after 50 or 300 cached) at batch 1, 3, 8 and 32;
 // linear and lm-head through both providers; attention also with a sliding window. The fused
-// decode linears (norm-linear, linear-residual plain and gated) also re-tiled to every width.
+// decode linears (norm-linear with and without glu, linear-residual) also re-tiled to every width.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -267,29 +267,31 @@ void expect_matmul_rows(const std::vector<float>& got, const std::vector<double>
   EXPECT_TRUE(close_to(got, want, kNorm, n));
 }
 
+// glu: W is gate rows then up rows, and the output silu(gate) * up of their bf16 products.
 void check_norm_linear(OpRun& run) {
   const model::Op& op = run.op();
   const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = run.cols(op.inputs[0]);
+  const bool glu = model::norm_linear_glu(op);
+  const int64_t weight_rows = glu ? 2 * n : n;
   const std::vector<float> x = run.input(0, -2.f, 2.f);
   const std::span<const float> w(run.weights());
   const DeviceBuffer& out = run.poisoned(rows * n);
   run.launch();
-  expect_matmul_rows(
-      download_bf16(out, rows * n),
-      reference::norm_linear(x, w.first(n * k), w.subspan(n * k), k, op.attrs.f("eps")), n);
+  std::vector<double> want = reference::norm_linear(
+      x, w.first(weight_rows * k), w.subspan(weight_rows * k), k, op.attrs.f("eps"));
+  if (glu) want = reference::silu_mul(reference::round_bf16(want), n);
+  expect_matmul_rows(download_bf16(out, rows * n), want, n);
 }
 
-void check_linear_residual(OpRun& run, const model::Graph& g) {
+void check_linear_residual(OpRun& run) {
   const model::Op& op = run.op();
-  const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = model::linear_residual_k(op, g);
-  const bool gated = model::linear_residual_gated(op);
-  const std::vector<float> x = run.input(0, gated ? -4.f : -1.f, gated ? 4.f : 1.f);
+  const int64_t rows = op.tiling.rows, n = op.tiling.cols, k = run.cols(op.inputs[0]);
+  const std::vector<float> x = run.input(0, -1.f, 1.f);
   const std::vector<float> residual = run.input(1);
   const std::vector<float>& w = run.weights();
   const DeviceBuffer& out = run.poisoned(rows * n);
   run.launch();
-  std::vector<double> want =
-      reference::linear(gated ? reference::round_bf16(reference::silu_mul(x, k)) : x, w, k);
+  std::vector<double> want = reference::linear(x, w, k);
   for (size_t i = 0; i < want.size(); ++i) want[i] = reference::round_bf16(want[i]) + residual[i];
   expect_matmul_rows(download_bf16(out, rows * n), want, n);
 }
@@ -487,7 +489,7 @@ TEST_P(OpTest, MatchesFloat64Reference) {
     if (kind == "silu-mul") check_silu_mul(run);
     if (kind == "residual-add") check_residual_add(run);
     if (kind == "norm-linear") check_norm_linear(run);
-    if (kind == "linear-residual") check_linear_residual(run, graph);
+    if (kind == "linear-residual") check_linear_residual(run);
     if (kind == "argmax") check_argmax(run);
     ++checked;
   }
@@ -513,28 +515,34 @@ struct WidthCase {
 model::Graph retiled_matmul(const WidthCase& c) {
   constexpr int64_t kN = 1001, kK = 200;
   const std::string_view kind = c.kind;
-  const bool logits = kind == "lm-head", gated = kind == "gated";
+  const bool logits = kind == "lm-head", glu = kind == "glu";
   model::Graph g("prefill", 1);
-  const int x = g.add_tensor(
-      {"x", model::TensorRole::activation, model::DType::bf16, {c.rows, gated ? 2 * kK : kK}});
+  const int x =
+      g.add_tensor({"x", model::TensorRole::activation, model::DType::bf16, {c.rows, kK}});
   std::vector<int> weights{
       g.add_tensor({"w", model::TensorRole::weight, model::DType::bf16, {kN, kK}})};
+  if (glu) {
+    weights.push_back(
+        g.add_tensor({"up", model::TensorRole::weight, model::DType::bf16, {kN, kK}}));
+  }
   const int y = g.add_tensor({"y",
                               model::TensorRole::activation,
                               logits ? model::DType::f32 : model::DType::bf16,
                               {c.rows, kN}});
-  const model::Tiling tiling{c.rows, kN, c.rows <= 64 ? c.rows : 128, c.tile_cols};
+  // tile_cols counts the body's weight rows: glu's tile has half as many output features.
+  const model::Tiling tiling{c.rows, kN, c.rows <= 64 ? c.rows : 128,
+                             glu ? c.tile_cols / 2 : c.tile_cols};
   model::Attrs attrs{{"seq_len", static_cast<double>(c.rows)}, {"past_len", 0}};
   std::vector<int> inputs{x};
   std::string_view graph_kind = kind;
-  if (kind == "norm-linear") {
+  if (kind == "norm-linear" || glu) {
     weights.push_back(g.add_tensor({"norm", model::TensorRole::weight, model::DType::bf16, {kK}}));
     attrs.set("eps", 1e-5);
-  } else if (kind == "linear-residual" || gated) {
+    graph_kind = "norm-linear";
+    if (glu) attrs.set("glu", 1);
+  } else if (kind == "linear-residual") {
     inputs.push_back(
         g.add_tensor({"r", model::TensorRole::activation, model::DType::bf16, {c.rows, kN}}));
-    graph_kind = "linear-residual";
-    if (gated) attrs.set("gated", 1);
   }
   g.add_op("probe", graph_kind, inputs, weights, y, tiling, attrs);
   g.finalize();
@@ -552,13 +560,13 @@ TEST_P(LinearWidthTest, MatchesFloat64Reference) {
   const WidthCase& c = GetParam();
   const model::Graph g = retiled_matmul(c);
   const GraphCase gc{"retiled", c.rows, 0, 1};
-  const std::string_view kind = g.op(0).kind->name();  // "gated" is linear-residual
+  const std::string_view kind = g.op(0).kind->name();  // "glu" is norm-linear
   const KindCase kc{kind.data()};
   OpRun run(g, 0, gc, kc);
   if (kind == "norm-linear") {
     check_norm_linear(run);
   } else if (kind == "linear-residual") {
-    check_linear_residual(run, g);
+    check_linear_residual(run);
   } else {
     check_matmul(run, kind == "lm-head");
   }
@@ -571,9 +579,9 @@ std::vector<WidthCase> width_cases() {
       for (int64_t cols : {16, 32, 64, 128}) cases.push_back({kind, rows, cols});
     }
   }
-  // The fused kinds run on the weight-streaming body only: few rows. "gated" is
-  // linear-residual with attr gated.
-  for (const char* kind : {"norm-linear", "linear-residual", "gated"}) {
+  // The fused kinds run on the weight-streaming body only: few rows. "glu" is norm-linear with
+  // attr glu.
+  for (const char* kind : {"norm-linear", "linear-residual", "glu"}) {
     for (int64_t rows : {1, 5, 20, 64}) {
       for (int64_t cols : {16, 32, 64, 128}) cases.push_back({kind, rows, cols});
     }
