@@ -4,11 +4,11 @@
 
 #include "app/commands.h"
 #include "app/format.h"
-#include "app/output_file.h"
 #include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
 #include "model/graph_io.h"
+#include "model/output_file.h"
 #include "model/scenario.h"
 
 namespace megacut::app {
@@ -70,7 +70,7 @@ void add_graph_command(CLI::App& root) {
     const model::Scenario scenario =
         model::make_scenario(spec, model::parse_batch(opt->batch), opt->prompt_len, opt->frames);
     const model::Graph g = model::build_graph(spec, scenario, opt->stage);
-    if (!opt->dot_path.empty()) write_text_file(opt->dot_path, model::graph_to_dot(g));
+    if (!opt->dot_path.empty()) model::write_text_file(opt->dot_path, model::graph_to_dot(g));
     if (json->count() > 0) {
       nlohmann::json doc = model::graph_to_json(g);
       doc["model"] = spec.name;
@@ -80,7 +80,7 @@ void add_graph_command(CLI::App& root) {
         std::cout << doc.dump(2) << "\n";
         return;
       }
-      write_text_file(opt->json_path, doc.dump(2) + "\n");
+      model::write_text_file(opt->json_path, doc.dump(2) + "\n");
     }
     print_table(spec, g);
   });

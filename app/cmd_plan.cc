@@ -15,9 +15,9 @@
 
 #include "app/commands.h"
 #include "app/format.h"
-#include "app/output_file.h"
 #include "model/batch_list.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "model/text.h"
 #include "planner/plan.h"
 #include "simulator/profile.h"
@@ -310,7 +310,7 @@ planner::Category plan_profile(const simulator::Profile& profile, planner::PlanO
   print_category(plan);
   if (legend) print_legend(plan.min_gain);
   if (!json_path.empty()) {
-    write_text_file(json_path, planner::plan_to_json(plan).dump(1) + "\n");
+    model::write_text_file(json_path, planner::plan_to_json(plan).dump(1) + "\n");
     std::printf("\nplan written to %s (a batch's composition: batches[i].composition)\n",
                 json_path.c_str());
   }

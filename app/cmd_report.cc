@@ -10,10 +10,10 @@
 #include <optional>
 
 #include "app/commands.h"
-#include "app/output_file.h"
 #include "model/composition.h"
 #include "model/config.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "planner/report.h"
 #include "planner/validation.h"
 #include "simulator/profile.h"
@@ -31,7 +31,7 @@ struct ReportCommandOptions {
 };
 
 void write_file(const fs::path& path, const std::string& text) {
-  write_text_file(path, text);
+  model::write_text_file(path, text);
   std::printf("wrote %s\n", path.string().c_str());
 }
 

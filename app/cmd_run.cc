@@ -7,11 +7,11 @@
 
 #include "app/commands.h"
 #include "app/format.h"
-#include "app/output_file.h"
 #include "executor/runner.h"
 #include "model/batch_list.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "planner/plan.h"
 #include "profiler/task_bench.h"
 
@@ -139,7 +139,7 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
   }
   nlohmann::json doc = {
       {"schema", "megacut.task_timing/1"}, {"measurement", m.to_json()}, {"stages", stages}};
-  write_text_file(path, doc.dump(1) + "\n");
+  model::write_text_file(path, doc.dump(1) + "\n");
   std::printf("task timing records of %d mk regions written to %s%s\n", region_count, path.c_str(),
               region_count == 0 ? " (the composition has none)" : "");
 }
@@ -229,7 +229,7 @@ void run(const RunCommandOptions& o) {
   std::printf("throughput   %.2f %s/s (batch x outputs per step / step p50)\n", m.outputs_per_s,
               m.output_unit.c_str());
   if (!o.json_path.empty()) {
-    write_text_file(o.json_path, m.to_json().dump(2) + "\n");
+    model::write_text_file(o.json_path, m.to_json().dump(2) + "\n");
   }
   if (!o.task_timing_path.empty()) write_task_timing(o.task_timing_path, runner, m);
 }

@@ -8,10 +8,10 @@
 
 #include "app/commands.h"
 #include "app/format.h"
-#include "app/output_file.h"
 #include "model/batch_list.h"
 #include "model/composition.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "simulator/profile.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
@@ -123,10 +123,10 @@ void run(const SimulateOptions& opt) {
     print_stage(p.stages[i], p, replay.stages[i].time_ns);
   }
   if (!opt.json_path.empty()) {
-    write_text_file(opt.json_path, simulator::prediction_to_json(p).dump(1) + "\n");
+    model::write_text_file(opt.json_path, simulator::prediction_to_json(p).dump(1) + "\n");
   }
   if (!opt.trace_path.empty()) {
-    write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, sim)));
+    model::write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, sim)));
   }
 }
 

@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "app/commands.h"
-#include "app/output_file.h"
 #include "app/terminal.h"
 #include "executor/cuda_check.h"
 #include "executor/megakernel_codegen.h"
 #include "executor/runner.h"
 #include "model/batch_list.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "model/random_composition.h"
 #include "planner/plan.h"
 #include "planner/validation.h"
@@ -74,8 +74,8 @@ Device current_device() {
 }
 
 void write_outputs(const planner::Validation& v, const fs::path& dir) {
-  write_text_file(dir / "validation.json", planner::validation_to_json(v).dump(1) + "\n");
-  write_text_file(dir / "validation.md", planner::validation_markdown(v));
+  model::write_text_file(dir / "validation.json", planner::validation_to_json(v).dump(1) + "\n");
+  model::write_text_file(dir / "validation.md", planner::validation_markdown(v));
 }
 
 // The linear provider the profile measured: cuBLASLt if any of its kernels came from it.

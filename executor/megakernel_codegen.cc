@@ -1,7 +1,6 @@
 #include "executor/megakernel_codegen.h"
 
 #include <nvrtc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -11,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "executor/op_support.h"
 #include "model/error.h"
+#include "model/output_file.h"
 
 #ifndef MEGACUT_SOURCE_DIR
 #error "MEGACUT_SOURCE_DIR must name the repository root (the tile headers' include root)"
@@ -248,17 +247,14 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   if (!dir.empty()) {
-    // Write then rename: concurrent processes never read half a file.
+    // Whole or not at all: concurrent processes never read half a file. The cache is an
+    // optimization: a kernel it cannot keep is compiled again next time.
     std::error_code ec;
     fs::create_directories(dir, ec);
-    const fs::path tmp = cached.string() + ".tmp" + std::to_string(getpid()) + "." +
-                         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
+    try {
+      model::write_text_file(cached, std::string_view(k.cubin.data(), k.cubin.size()));
+    } catch (const Error&) {
     }
-    fs::rename(tmp, cached, ec);
-    if (ec) fs::remove(tmp, ec);
   }
   return k;
 }

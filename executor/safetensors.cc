@@ -10,12 +10,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/config.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "model/tensor.h"
 
 namespace megacut::executor::safetensors {
@@ -426,10 +426,7 @@ Header make_header(std::span<const TensorData> tensors, const Metadata& metadata
 void write_file(const fs::path& path, std::span<const TensorData> tensors,
                 const Metadata& metadata) {
   const Header header = make_header(tensors, metadata);
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) fail(temporary, std::string("cannot create: ") + std::strerror(errno));
+  model::write_file(path, [&](std::ostream& out) {
     std::array<char, 8> length{};
     for (int i = 0; i < 8; ++i)
       length[i] = static_cast<char>((header.json.size() >> (8 * i)) & 0xff);
@@ -439,16 +436,7 @@ void write_file(const fs::path& path, std::span<const TensorData> tensors,
       out.write(reinterpret_cast<const char*>(t->bytes.data()),
                 static_cast<std::streamsize>(t->bytes.size()));
     }
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temporary, ec);
-      fail(path, "write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) fail(path, "cannot move " + temporary.string() + " into place: " + ec.message());
+  });
 }
 
 std::vector<fs::path> write_checkpoint(const fs::path& dir, std::span<const TensorData> tensors,
@@ -500,9 +488,7 @@ std::vector<fs::path> write_checkpoint(const fs::path& dir, std::span<const Tens
     written.push_back(dir / name);
   }
   const json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
-  std::ofstream out(dir / kIndexFile);
-  out << index.dump(2) << "\n";
-  if (!out) fail(dir / kIndexFile, "write failed");
+  model::write_text_file(dir / kIndexFile, index.dump(2) + "\n");
   written.push_back(dir / kIndexFile);
   return written;
 }

@@ -5,13 +5,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <thread>
 
 #include "executor/bf16.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/output_file.h"
 
 namespace megacut::executor {
 namespace {
@@ -365,9 +365,7 @@ void save_checkpoint(const fs::path& dir, const model::ModelSpec& model, const H
         {t->name, safetensors::Dtype::BF16, t->shape, std::as_bytes(weights.at(t->name).values())});
   }
   safetensors::write_checkpoint(dir, tensors, max_shard_bytes);
-  std::ofstream config(dir / "config.json");
-  config << model.config.dump(2) << "\n";
-  if (!config) throw Error((dir / "config.json").string() + ": write failed");
+  model::write_text_file(dir / "config.json", model.config.dump(2) + "\n");
 }
 
 // ---------------------------------------------------------------------------------------------

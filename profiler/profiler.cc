@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 #include "executor/cuda_check.h"
 #include "executor/weights.h"
 #include "model/config.h"
 #include "model/error.h"
+#include "model/output_file.h"
 #include "model/stats.h"
 #include "model/text.h"
 #include "profiler/nvtx.h"
@@ -22,16 +22,6 @@ namespace {
 std::string op_provider(executor::LinearProvider provider, std::string_view kind) {
   const bool gemm = kind == "linear" || kind == "lm-head";
   return provider == executor::LinearProvider::cublaslt && gemm ? "cublas" : "ours";
-}
-
-// Written beside `path` first, then renamed: the file is never half written.
-void save(const simulator::Profile& profile, const std::filesystem::path& path) {
-  std::filesystem::path partial = path;
-  partial += ".partial";
-  simulator::write_profile(profile, partial);
-  std::error_code error;
-  std::filesystem::rename(partial, path, error);
-  if (error) throw Error(path.string() + ": cannot write the profile: " + error.message());
 }
 
 // The duration of each of `runs` launches of one op (each `per_launch` kernels, in start order):
@@ -50,11 +40,6 @@ model::LatencyStats standalone_stats(const std::vector<KernelRecord>& kernels, s
     ns.push_back(static_cast<double>(end - kernels[i].start_ns));
   }
   return model::compute_stats(ns, "ns");
-}
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out || !(out << text)) throw Error(path.string() + ": cannot write file");
 }
 
 }  // namespace
@@ -308,7 +293,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
   profile.micro = micro.micro;
   for (const std::string& text : micro.notes) note(text);
   if (listener.micro_done) listener.micro_done(micro);
-  save(profile, options.out);
+  simulator::write_profile(profile, options.out);
 
   for (const int64_t batch : options.batches) {
     try {
@@ -322,7 +307,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
       executor::ScenarioRunner runner(spec, scenario, weights, run);
       BatchResult result = profile_batch(runner, scenario, tracer, options.batch, listener);
       profile.batches.push_back(result.profile);
-      save(profile, options.out);
+      simulator::write_profile(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {
         const int iteration = median_iteration(result.stages);
         // Each stage starts where its untraced graph launch would: its event-timed time less
@@ -344,8 +329,9 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
              "replay as CUPTI recorded its kernels, the first one launch_lead_ns after the "
              "stage's start: the stage's untraced event-timed time less its kernels' span "
              "(p50s)"}};
-        write_text(options.trace, simulator::trace_text(measured_trace(result.stages, result.ops,
-                                                                       iteration, lead_ns, other)));
+        model::write_text_file(options.trace,
+                               simulator::trace_text(measured_trace(result.stages, result.ops,
+                                                                    iteration, lead_ns, other)));
         note("trace of batch " + std::to_string(batch) + " (replay " + std::to_string(iteration) +
              ") written to " + options.trace.string());
       }

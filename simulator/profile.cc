@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 #include "model/batch_list.h"
 #include "model/config.h"
 #include "model/error.h"
 #include "model/json_field.h"
+#include "model/output_file.h"
 #include "model/scenario.h"
 #include "model/text.h"
 
@@ -394,10 +394,7 @@ Profile read_profile(const std::filesystem::path& path) {
 // Compact: a profile of six batch sizes holds some 10^5 numbers, and indenting them doubles the
 // file.
 void write_profile(const Profile& profile, const std::filesystem::path& path) {
-  std::ofstream out(path);
-  if (!out || !(out << profile_to_json(profile).dump() << "\n")) {
-    throw Error(path.string() + ": cannot write the profile");
-  }
+  model::write_text_file(path, profile_to_json(profile).dump() + "\n");
 }
 
 }  // namespace megacut::simulator

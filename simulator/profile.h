@@ -201,6 +201,7 @@ nlohmann::json profile_to_json(const Profile& profile);
 // missing".
 Profile profile_from_json(const nlohmann::json& json, std::string_view file);
 Profile read_profile(const std::filesystem::path& path);
+// Written whole or not at all (model::write_file).
 void write_profile(const Profile& profile, const std::filesystem::path& path);
 
 }  // namespace megacut::simulator
