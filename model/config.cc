@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "model/error.h"
@@ -361,8 +362,23 @@ json read_json_file(const fs::path& path) {
   text << in.rdbuf();
   const std::string bytes = text.str();
   if (bytes.empty()) throw Error(path.string() + ": not valid JSON (the file is empty)");
+  // The parser keeps the last of two equal keys and says nothing (a composition with two
+  // "decode" clauses would run one): a key twice in one object is an error.
+  std::vector<std::set<std::string>> keys;  // of each open object, outermost first
+  const auto reject_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.empty() &&
+        !keys.back().insert(parsed.get<std::string>()).second) {
+      throw Error(path.string() + ": key '" + parsed.get<std::string>() +
+                  "' appears twice in one object");
+    }
+    return true;
+  };
   try {
-    return json::parse(bytes);
+    return json::parse(bytes, reject_duplicates);
+  } catch (const json::out_of_range& e) {  // a number beyond a double: 1e400
+    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
   } catch (const json::parse_error& e) {
     // The parser reports the end of input one byte past the last.
     if (e.byte > bytes.size()) {

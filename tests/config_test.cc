@@ -83,6 +83,16 @@ TEST_F(ConfigTest, UnreadableJsonSaysHow) {
             name + ": not valid JSON (it ends, after 17 bytes, inside a value: truncated?)");
   EXPECT_EQ(error_for_text("{\"batches\": [1, 2]}}"), name + ": not valid JSON (byte 20)");
   EXPECT_EQ(error_for_text("{\"batches\": [1, 2]}"), "");
+  // A key twice in one object (the parser would keep the last), at any depth; the same key in
+  // two objects is fine.
+  EXPECT_EQ(error_for_text("{\"decode\": \"mk\", \"prefill\": \"conv\", \"decode\": \"conv\"}"),
+            name + ": key 'decode' appears twice in one object");
+  EXPECT_EQ(error_for_text("{\"a\": {\"b\": 1, \"b\": 2}}"),
+            name + ": key 'b' appears twice in one object");
+  EXPECT_EQ(error_for_text("{\"a\": {\"b\": 1}, \"c\": [{\"b\": 2}, {\"b\": 3}]}"), "");
+  // A number no double holds.
+  const std::string huge = error_for_text("{\"ns\": 1e400}");
+  EXPECT_EQ(huge.rfind(name + ": not valid JSON (", 0), 0u) << huge;
   EXPECT_EQ(error_of([&] { read_json_file(dir_); }), dir_.string() + ": a directory, not a file");
   EXPECT_EQ(error_of([&] { read_json_file(dir_ / "nope.json"); }),
             (dir_ / "nope.json").string() + ": cannot open file");
