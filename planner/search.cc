@@ -114,17 +114,23 @@ class StageSearcher {
     out.batch = batch_;
     out.best = std::move(best);
     // A floor's best is the unconstrained best, or a lower floor's, where that one already
-    // has the ops (several compositions can tie: this keeps the one found first).
+    // has the ops (several compositions can tie: this keeps the one found first). Only the
+    // floors that searched are looked at: a reused one is a copy of an earlier one, so the
+    // first found is the same, and a --top of 10^5 floors costs as many searches as there are
+    // distinct op counts, not 10^10 comparisons.
+    std::vector<size_t> searched;  // indices into at_coverage of the floors that searched
     for (double share : options_.coverage_floors) {
       const int64_t least = min_mk_ops(share, single_mk_ops_);
       const StageCandidate* found = nullptr;
       if (model::mk_op_count(out.best.front().regions) >= least) found = &out.best.front();
-      for (size_t j = 0; j < out.at_coverage.size() && !found; ++j) {
+      for (size_t j : searched) {
+        if (found) break;
         if (options_.coverage_floors[j] <= share &&
             model::mk_op_count(out.at_coverage[j].regions) >= least) {
           found = &out.at_coverage[j];
         }
       }
+      if (!found) searched.push_back(out.at_coverage.size());
       StageCandidate c = found ? *found : best_covering(least);
       out.at_coverage.push_back(std::move(c));
     }
