@@ -249,7 +249,11 @@ planner::PlanOptions plan_options(const PlanCommandOptions& o) {
   } else {
     throw Error("--launch: '" + o.launch + "' is not a launch (plain, pdl, best)");
   }
-  if (!(o.min_gain_percent >= 0)) throw Error("--min-gain: must not be negative");
+  if (!std::isfinite(o.min_gain_percent)) {
+    throw Error("--min-gain: must be a finite percent, got " +
+                std::string(std::isnan(o.min_gain_percent) ? "nan" : "inf"));
+  }
+  if (o.min_gain_percent < 0) throw Error("--min-gain: must not be negative");
   options.min_gain = o.min_gain_percent / 100;
   return options;
 }

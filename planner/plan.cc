@@ -307,10 +307,9 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
   plan.profile = profile.source;
   plan.objective = options.objective;
   plan.top_k = options.top_k;
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  plan.threads = threads;
+  const int asked = options.threads > 0
+                        ? options.threads
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 
   // Searches, one per (batch, stage), the largest graphs first (more tokens, more tasks) so that
   // the last ones to finish are short.
@@ -322,6 +321,9 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
   for (size_t s = 0; s < scenario.stages.size(); ++s) {
     for (size_t b = 0; b < batches.size(); ++b) jobs.push_back({b, s});
   }
+  // No more threads than searches: the rest would have nothing to do (the plan says what ran).
+  const int threads = static_cast<int>(std::min<size_t>(asked, jobs.size()));
+  plan.threads = threads;
   std::stable_sort(jobs.begin(), jobs.end(), [&](const Job& x, const Job& y) {
     return batches[x.batch] * scenario.stages[x.stage].seq_len >
            batches[y.batch] * scenario.stages[y.stage].seq_len;

@@ -538,6 +538,14 @@ TEST(CategoryTest, ASmallGainSettlesOnAllConventional) {
   EXPECT_TRUE(worth_building(plain, 0.5, Objective::ttfo));
 }
 
+// Threads beyond the searches (a batch and stage each) have nothing to do; the plan counts those
+// that ran.
+TEST(PlanTest, ThreadsAreCappedAtTheSearches) {
+  const Profile p = random_profile("tiny-llama", {1, 4}, 7);
+  EXPECT_EQ(make_plan(p, {.threads = 100000}).threads, 4);  // 2 batches x 2 stages
+  EXPECT_EQ(make_plan(p, {.threads = 3}).threads, 3);
+}
+
 // The top 5 of a batch: every stage at its best, then every stage at its best over each
 // coverage floor (1/4, 1/2, 3/4, all), as search_stage finds them, each once, the best first.
 // The one covering everything beats or matches one megakernel per stage, itself such a
