@@ -2,10 +2,10 @@
 // trtexec-like summary of time to first output, decode step and throughput.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/composition_arg.h"
 #include "app/format.h"
 #include "executor/runner.h"
 #include "model/batch_list.h"
@@ -63,20 +63,6 @@ void dump_outputs(const std::string& path, const executor::ScenarioRunner& runne
       {"decode_logits", Dtype::F32, {steps, b, vocab}, bytes(runner.decode_logits())},
       {"decode_tokens", Dtype::I32, {steps, b}, bytes(runner.decode_tokens())}};
   executor::safetensors::write_file(path, tensors);
-}
-
-// --composition: the text form, or a file: plan.json (the composition this batch settles on,
-// and whether it launches with PDL) or a composition in its JSON form.
-planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
-                                     const std::vector<model::StageShape>& shapes) {
-  if (!arg.ends_with(".json") || !std::filesystem::exists(arg)) {
-    return {model::parse_composition(arg, shapes), false};
-  }
-  const nlohmann::json json = model::read_json_file(arg);
-  if (json.contains("schema") && json["schema"] == "megacut.plan/1") {
-    return planner::plan_composition(json, batch, shapes, arg);
-  }
-  return {model::composition_from_json(json, shapes, arg), false};
 }
 
 void print_region_configs(const executor::ScenarioRunner& runner) {

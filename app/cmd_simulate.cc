@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "app/commands.h"
+#include "app/composition_arg.h"
 #include "app/format.h"
 #include "model/batch_list.h"
 #include "model/composition.h"
@@ -30,15 +31,6 @@ struct SimulateOptions {
   bool allow_interpolate = false;
   bool pdl = false;
 };
-
-// The text form, or a composition JSON file ("megacut.composition/1").
-model::Composition read_composition(const std::string& text,
-                                    const std::vector<model::StageShape>& shapes) {
-  if (text.ends_with(".json") && std::filesystem::exists(text)) {
-    return model::composition_from_json(model::read_json_file(text), shapes, text);
-  }
-  return model::parse_composition(text, shapes);
-}
 
 void print_stage(const simulator::StagePrediction& s, const simulator::Prediction& p,
                  std::optional<TimeNs> replay_ns) {
@@ -97,16 +89,26 @@ void run(const SimulateOptions& opt) {
   options.allow_interpolate = opt.allow_interpolate;
   options.pdl = opt.pdl;
   options.record_spans = !opt.trace_path.empty();
-  simulator::Simulator sim(simulator::read_profile(opt.profile), options);
-  const auto shapes = sim.stage_shapes(batch);
-  const model::Composition composition = read_composition(opt.composition, shapes);
-  const simulator::Prediction p = sim.simulate(composition, batch);
+  const simulator::Profile profile = simulator::read_profile(opt.profile);
+  auto sim = std::make_unique<simulator::Simulator>(profile, options);
+  const auto shapes = sim->stage_shapes(batch);
+  const planner::PlannedRun planned = read_composition(opt.composition, batch, shapes);
+  if (planned.pdl && !options.pdl) {  // a plan.json whose batch launches with PDL
+    options.pdl = true;
+    sim = std::make_unique<simulator::Simulator>(profile, options);
+  }
+  const model::Composition& composition = planned.composition;
+  const simulator::Prediction p = sim->simulate(composition, batch);
   const simulator::Prediction replay =
-      sim.simulate(model::uniform_composition(shapes, model::RegionKind::conv), batch);
+      sim->simulate(model::uniform_composition(shapes, model::RegionKind::conv), batch);
 
   std::printf("%s on %s (%d SMs) · batch %lld · prompt %lld\n", p.model.c_str(), p.device.c_str(),
               p.sm_count, static_cast<long long>(p.batch), static_cast<long long>(p.prompt_len));
   std::printf("composition: %s\n", p.composition.c_str());
+  if (options.pdl) {
+    std::printf("launch: with Programmatic Dependent Launch%s\n",
+                opt.pdl ? "" : " (the plan's choice for this batch)");
+  }
   for (const std::string& note : p.notes) std::printf("note: %s\n", note.c_str());
   if (p.frames > 0) {
     std::printf("\npredicted TTFA  %s  (time to first audio: %lld frames)\n",
@@ -126,7 +128,7 @@ void run(const SimulateOptions& opt) {
     model::write_text_file(opt.json_path, simulator::prediction_to_json(p).dump(1) + "\n");
   }
   if (!opt.trace_path.empty()) {
-    model::write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, sim)));
+    model::write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, *sim)));
   }
 }
 
@@ -139,8 +141,9 @@ void add_simulate_command(CLI::App& root) {
   cmd->add_option("--profile", opt->profile, "profile.json (megacut.profile/1)")->required();
   cmd->add_option("--batch,-b", opt->batch, "Batch size")->type_name("INT")->capture_default_str();
   cmd->add_option("--composition,-c", opt->composition,
-                  "Composition text (e.g. 'prefill: conv; decode: mk[0:40] conv[40:]') or a "
-                  "composition JSON file")
+                  "Composition text (e.g. 'prefill: conv; decode: mk[0:40] conv[40:]'), a "
+                  "composition JSON file, or plan.json (the batch's settled composition, with "
+                  "PDL where it launches with it)")
       ->capture_default_str();
   cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/2) here");
   cmd->add_option("--trace", opt->trace_path, "Write a Chrome trace of the simulated run here");

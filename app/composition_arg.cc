@@ -1,0 +1,21 @@
+#include "app/composition_arg.h"
+
+#include <filesystem>
+
+#include "model/config.h"
+
+namespace megacut::app {
+
+planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
+                                     const std::vector<model::StageShape>& shapes) {
+  if (!arg.ends_with(".json") || !std::filesystem::exists(arg)) {
+    return {model::parse_composition(arg, shapes), false};
+  }
+  const nlohmann::json json = model::read_json_file(arg);
+  if (json.contains("schema") && json["schema"] == planner::kPlanSchema) {
+    return planner::plan_composition(json, batch, shapes, arg);
+  }
+  return {model::composition_from_json(json, shapes, arg), false};
+}
+
+}  // namespace megacut::app

@@ -1,0 +1,19 @@
+// --composition of `simulate` and `run`: the one reader of what a user names as a composition.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/composition.h"
+#include "planner/plan.h"
+
+namespace megacut::app {
+
+// The text form, or a file: plan.json (the composition batch `batch` settles on, and whether
+// it launches with PDL) or a composition in its JSON form ("megacut.composition/1"), checked
+// against the stages it will run on.
+planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
+                                     const std::vector<model::StageShape>& shapes);
+
+}  // namespace megacut::app
