@@ -5,19 +5,18 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/text.h"
 
 namespace megacut::executor {
 namespace {
 
+using model::attr_int;
+using model::cols_of;
 using model::DType;
 using model::Graph;
 using model::Op;
+using model::str;
 using model::Tensor;
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t cols_of(const Graph& g, int tensor) { return g.tensor(tensor).shape.back(); }
-int attr_int(const Op& op, const char* key) { return static_cast<int>(op.attrs.i(key)); }
 
 bool is_pow2_width(int64_t c) { return c == 16 || c == 32 || c == 64 || c == 128; }
 

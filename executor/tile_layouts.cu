@@ -4,19 +4,17 @@
 
 #include "executor/tile_layouts.cuh"
 #include "model/error.h"
+#include "model/text.h"
 
 namespace megacut::executor {
 namespace {
 
+using model::attr_int;
+using model::cols_of;
 using model::Graph;
 using model::Op;
-
+using model::str;
 using model::Tensor;
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-int64_t cols_of(const Graph& g, int tensor) { return g.tensor(tensor).shape.back(); }
-int attr_int(const Op& op, const char* key) { return static_cast<int>(op.attrs.i(key)); }
 
 template <typename T>
 T* tensor_ptr(const Graph& g, const Op& op, int tensor, const StageBuffers& b) {

@@ -74,4 +74,7 @@ class Graph {
   bool finalized_ = false;
 };
 
+// The last dimension of tensor `tensor`: the features of a row.
+inline int64_t cols_of(const Graph& graph, int tensor) { return graph.tensor(tensor).shape.back(); }
+
 }  // namespace megacut::model

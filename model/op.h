@@ -70,6 +70,11 @@ struct Op {
   int layer = -1;  // decoder layer, or -1 outside the layer stack
 };
 
+// An integer attribute as an int (heads, head_dim, ...); throws as Attrs::i does.
+inline int attr_int(const Op& op, std::string_view key) {
+  return static_cast<int>(op.attrs.i(key));
+}
+
 class OpKind {
  public:
   virtual ~OpKind() = default;

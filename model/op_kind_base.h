@@ -13,8 +13,6 @@ namespace megacut::model::kinds {
 
 inline constexpr int64_t kBf16 = 2;
 
-inline int64_t cols_of(const Graph& graph, int tensor) { return graph.tensor(tensor).shape.back(); }
-
 // Shared shape of a kind: name and input access patterns fixed at construction.
 class Kind : public OpKind {
  public:

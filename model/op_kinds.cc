@@ -17,7 +17,6 @@
 namespace megacut::model {
 namespace {
 
-using kinds::cols_of;
 using kinds::kBf16;
 using kinds::Kind;
 
@@ -323,7 +322,7 @@ class Argmax final : public Kind {
 bool norm_linear_glu(const Op& op) { return op.attrs.has("glu") && op.attrs.i("glu") == 1; }
 
 int64_t step_entries(const Graph& graph, const Op& op) {
-  return op.attrs.has("entries") ? op.attrs.i("entries") : kinds::cols_of(graph, op.output);
+  return op.attrs.has("entries") ? op.attrs.i("entries") : cols_of(graph, op.output);
 }
 
 void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {

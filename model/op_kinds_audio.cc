@@ -21,7 +21,6 @@
 namespace megacut::model {
 namespace {
 
-using kinds::cols_of;
 using kinds::kBf16;
 using kinds::Kind;
 

@@ -2,6 +2,7 @@
 // into a string, percentages.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -31,6 +32,9 @@ std::string printf_string(const char* format, Args... args) {
   std::snprintf(text, sizeof text, format, args...);
   return text;
 }
+
+// An integer in a message.
+inline std::string str(int64_t v) { return std::to_string(v); }
 
 // "12.5%" for 0.125.
 inline std::string percent_text(double fraction) { return printf_string("%.1f%%", 100 * fraction); }

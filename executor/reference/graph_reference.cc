@@ -10,6 +10,7 @@
 
 #include "executor/reference/op_reference.h"
 #include "model/error.h"
+#include "model/text.h"
 
 namespace megacut::reference {
 namespace {
@@ -17,12 +18,11 @@ namespace {
 using model::DType;
 using model::Graph;
 using model::Op;
+using model::str;
 using model::Tensor;
 using model::TensorRole;
 
 using Weights = std::map<std::string, std::vector<float>>;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 // One tensor as the device holds it: float values (bf16 or f32) or int32 ones.
 struct Value {
