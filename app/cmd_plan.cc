@@ -3,18 +3,16 @@
 // all-conventional graph and over one megakernel per stage, the TTFO-throughput Pareto front,
 // the megakernel coverage curve and the model's category; --json writes plan.json. Given several
 // profiles it plans each in turn and prints the category legend once, after a line per model.
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "app/commands.h"
 #include "app/format.h"
+#include "app/terminal.h"
 #include "model/batch_list.h"
 #include "model/error.h"
 #include "model/output_file.h"
@@ -205,33 +203,6 @@ void print_legend(double min_gain) {
   }
 }
 
-// A one-line progress bar on stderr, redrawn at most ten times a second.
-class ProgressLine {
- public:
-  ProgressLine() : start_(std::chrono::steady_clock::now()) {}
-  void update(double fraction, const std::string& doing) {
-    std::lock_guard lock(mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (fraction < 1 && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const int width = 30, filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r\033[Kplanning [%s%s] %3.0f%%  %.1f s  %s",
-                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                 100 * fraction, std::chrono::duration<double>(now - start_).count(),
-                 doing.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
-
- private:
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_{};
-};
-
 planner::PlanOptions plan_options(const PlanCommandOptions& o) {
   planner::PlanOptions options;
   // Given, even as '', it is parsed: only an absent --batch means every measured batch.
@@ -262,19 +233,15 @@ planner::PlanOptions plan_options(const PlanCommandOptions& o) {
 // model's category.
 planner::Category plan_profile(const simulator::Profile& profile, planner::PlanOptions options,
                                const std::string& json_path, bool legend) {
-  ProgressLine line;
-  const bool show = isatty(STDERR_FILENO) != 0;
-  if (show) {
-    options.progress = [&line](double f, const std::string& doing) { line.update(f, doing); };
-  }
   planner::Plan plan;
-  try {
+  {
+    Terminal progress(stderr);  // cleared when planning ends, or throws
+    options.progress = [&progress](double f, const std::string& doing) {
+      progress.progress("planning " + progress_bar(f) +
+                        printf_string("  %.1f s  ", progress.elapsed_s()) + doing);
+    };
     plan = planner::make_plan(profile, options);
-  } catch (...) {
-    if (show) line.clear();
-    throw;
   }
-  if (show) line.clear();
 
   std::string batches;
   for (const planner::BatchPlan& b : plan.batches) {

@@ -344,7 +344,7 @@ void run(const ValidateCommandOptions& o) {
   plan_options.top_k = o.top_k;
   plan_options.objective = planner::Objective::ttfo;
   plan_options.progress = [&](double fraction, const std::string& doing) {
-    t.progress(printf_string("planning %3.0f%%  %s", 100 * fraction, doing.c_str()));
+    t.progress("planning " + progress_bar(fraction) + "  " + doing);
   };
   const planner::Plan plan = planner::make_plan(profile, plan_options);
 
