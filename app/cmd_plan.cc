@@ -236,10 +236,12 @@ planner::Category plan_profile(const simulator::Profile& profile, planner::PlanO
   planner::Plan plan;
   {
     Terminal progress(stderr);  // cleared when planning ends, or throws
-    options.progress = [&progress](double f, const std::string& doing) {
-      progress.progress("planning " + progress_bar(f) +
-                        printf_string("  %.1f s  ", progress.elapsed_s()) + doing);
-    };
+    if (progress.live()) {      // else the searches need not build the line
+      options.progress = [&progress](double f, const std::string& doing) {
+        progress.progress("planning " + progress_bar(f) +
+                          printf_string("  %.1f s  ", progress.elapsed_s()) + doing);
+      };
+    }
     plan = planner::make_plan(profile, options);
   }
 

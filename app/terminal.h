@@ -54,6 +54,8 @@ class Terminal {
     std::lock_guard lock(mutex_);
     clear_locked();
   }
+  // Whether progress is shown at all (the stream is a terminal).
+  bool live() const { return live_; }
   // Seconds since the terminal was made.
   double elapsed_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -252,7 +252,9 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
     std::error_code ec;
     fs::create_directories(dir, ec);
     try {
-      model::write_text_file(cached, std::string_view(k.cubin.data(), k.cubin.size()));
+      model::write_file(cached, [&](std::ostream& out) {
+        out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
+      });
     } catch (const Error&) {
     }
   }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model/error.h"
+#include "tests/support/error_of.h"
 
 namespace megacut::model {
 namespace {
@@ -39,12 +40,7 @@ class OutputFileTest : public ::testing::Test {
 };
 
 std::string message_of(const fs::path& path, std::string_view text) {
-  try {
-    write_text_file(path, text);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return megacut::testing::error_of([&] { write_text_file(path, text); });
 }
 
 TEST_F(OutputFileTest, WritesAndReplacesAWholeFile) {
