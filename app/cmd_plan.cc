@@ -16,9 +16,9 @@
 #include "model/batch_list.h"
 #include "model/error.h"
 #include "model/output_file.h"
+#include "model/profile.h"
 #include "model/text.h"
 #include "planner/plan.h"
-#include "simulator/profile.h"
 
 namespace megacut::app {
 namespace {
@@ -231,7 +231,7 @@ planner::PlanOptions plan_options(const PlanCommandOptions& o) {
 
 // Plans one profile and prints the plan, with the category legend where `legend`; returns the
 // model's category.
-planner::Category plan_profile(const simulator::Profile& profile, planner::PlanOptions options,
+planner::Category plan_profile(const model::Profile& profile, planner::PlanOptions options,
                                const std::string& json_path, bool legend) {
   planner::Plan plan;
   {
@@ -298,11 +298,11 @@ void run(const PlanCommandOptions& o) {
   }
   // Every profile is read, and checked for each --batch, before any is planned, so a bad one
   // fails at once, not minutes in.
-  std::vector<simulator::Profile> profiles;
+  std::vector<model::Profile> profiles;
   for (const std::string& path : o.profiles) {
-    profiles.push_back(simulator::read_profile(path));
+    profiles.push_back(model::read_profile(path));
     for (int64_t batch : options.batches) {
-      simulator::check_batch(profiles.back(), batch, options.sim.allow_interpolate);
+      model::check_batch(profiles.back(), batch, options.sim.allow_interpolate);
     }
   }
 
@@ -311,7 +311,7 @@ void run(const PlanCommandOptions& o) {
     return;
   }
   std::vector<planner::Category> categories;
-  for (const simulator::Profile& profile : profiles) {
+  for (const model::Profile& profile : profiles) {
     if (!categories.empty()) std::printf("\n");
     categories.push_back(plan_profile(profile, options, o.json_path, false));
   }

@@ -35,7 +35,7 @@ struct ProfileCommandOptions {
 };
 
 void print_micro(Terminal& t, const profiler::MicroResult& m) {
-  const simulator::DeviceProfile& d = m.device;
+  const model::DeviceProfile& d = m.device;
   t.line(printf_string("device: %s, %d SMs, L2 %s, %lld registers per SM, copy %.1f GB/s",
                        d.name.c_str(), d.sm_count, format_bytes(double(d.l2_bytes)).c_str(),
                        static_cast<long long>(d.registers_per_sm), d.copy_bandwidth_gb_per_s));
@@ -56,7 +56,7 @@ void print_micro(Terminal& t, const profiler::MicroResult& m) {
                          "dependency check, one round per block", s->p50, s->p95, s->mean, s->stdev,
                          static_cast<long long>(s->count)));
   }
-  for (const simulator::GraphLaunchPoint& g : m.micro.graph_launch_by_nodes) {
+  for (const model::GraphLaunchPoint& g : m.micro.graph_launch_by_nodes) {
     const model::LatencyStats& s = g.launch_ns;
     t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld",
                          ("graph launch, " + std::to_string(g.nodes) + " nodes").c_str(), s.p50,
@@ -151,10 +151,10 @@ void run(const ProfileCommandOptions& o) {
                                             (o.task_ctas.empty() ? std::string("1, sm/4, sm/2, sm")
                                                                  : model::comma_list(o.task_ctas)) +
                                             " CTAs"));
-  const simulator::Profile profile = profiler::run_profile(options, listener);
-  terminal.line("profile written to " + o.out + " (" + std::string(simulator::kProfileSchema) +
+  const model::Profile profile = profiler::run_profile(options, listener);
+  terminal.line("profile written to " + o.out + " (" + std::string(model::kProfileSchema) +
                 ", batches " + std::to_string(profile.batches.size()) +
-                "); read back with simulator::read_profile and checked");
+                "); read back with model::read_profile and checked");
 }
 
 }  // namespace

@@ -14,9 +14,10 @@
 #include "model/config.h"
 #include "model/error.h"
 #include "model/output_file.h"
+#include "model/profile.h"
+#include "model/trace_events.h"
 #include "planner/report.h"
 #include "planner/validation.h"
-#include "simulator/profile.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
 
@@ -39,7 +40,7 @@ void write_file(const fs::path& path, const std::string& text) {
 // trace-b<batch>.json beside the profile) at the smallest validated batch that has one, and the
 // simulator's Chrome trace of the same run, written into `out`.
 std::optional<planner::ReportTimeline> write_timeline(const planner::ReportModel& m,
-                                                      const simulator::Profile& profile,
+                                                      const model::Profile& profile,
                                                       const fs::path& out) {
   const fs::path dir = fs::path(m.validation.profile).parent_path();
   for (const planner::BatchValidation& b : m.validation.batches) {
@@ -54,7 +55,7 @@ std::optional<planner::ReportTimeline> write_timeline(const planner::ReportModel
     t.composition = conv.to_string();
     t.measured_trace = fs::relative(fs::absolute(measured), fs::absolute(out)).string();
     t.simulated_trace = planner::report_simulated_trace(m.validation.model, b.batch);
-    write_file(out / t.simulated_trace, simulator::trace_text(simulator::chrome_trace(p, sim)));
+    write_file(out / t.simulated_trace, model::trace_text(simulator::chrome_trace(p, sim)));
     return t;
   }
   return std::nullopt;
@@ -70,9 +71,9 @@ planner::ReportModel read_model(const fs::path& dir, const fs::path& out) {
         m, "the profile " + profile + " is not found from " + fs::current_path().string());
     return m;
   }
-  simulator::Profile p;
+  model::Profile p;
   try {
-    p = simulator::read_profile(profile);
+    p = model::read_profile(profile);
     planner::add_coverage(m, p);
   } catch (const Error& e) {
     planner::skip_coverage(m, e.what());

@@ -13,7 +13,8 @@
 #include "model/composition.h"
 #include "model/error.h"
 #include "model/output_file.h"
-#include "simulator/profile.h"
+#include "model/profile.h"
+#include "model/trace_events.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
 
@@ -89,7 +90,7 @@ void run(const SimulateOptions& opt) {
   options.allow_interpolate = opt.allow_interpolate;
   options.pdl = opt.pdl;
   options.record_spans = !opt.trace_path.empty();
-  const simulator::Profile profile = simulator::read_profile(opt.profile);
+  const model::Profile profile = model::read_profile(opt.profile);
   auto sim = std::make_unique<simulator::Simulator>(profile, options);
   const auto shapes = sim->stage_shapes(batch);
   const planner::PlannedRun planned = read_composition(opt.composition, batch, shapes);
@@ -128,7 +129,7 @@ void run(const SimulateOptions& opt) {
     model::write_text_file(opt.json_path, simulator::prediction_to_json(p).dump(1) + "\n");
   }
   if (!opt.trace_path.empty()) {
-    model::write_text_file(opt.trace_path, simulator::trace_text(simulator::chrome_trace(p, *sim)));
+    model::write_text_file(opt.trace_path, model::trace_text(simulator::chrome_trace(p, *sim)));
   }
 }
 

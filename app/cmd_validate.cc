@@ -79,10 +79,10 @@ void write_outputs(const planner::Validation& v, const fs::path& dir) {
 }
 
 // The linear provider the profile measured: cuBLASLt if any of its kernels came from it.
-executor::LinearProvider profile_provider(const simulator::Profile& profile) {
-  for (const simulator::BatchProfile& b : profile.batches) {
-    for (const simulator::StageProfile& s : b.stages) {
-      for (const simulator::OpProfile& op : s.ops) {
+executor::LinearProvider profile_provider(const model::Profile& profile) {
+  for (const model::BatchProfile& b : profile.batches) {
+    for (const model::StageProfile& s : b.stages) {
+      for (const model::OpProfile& op : s.ops) {
         if (op.conv && op.conv->provider == "cublas") return executor::LinearProvider::cublaslt;
       }
     }
@@ -90,10 +90,10 @@ executor::LinearProvider profile_provider(const simulator::Profile& profile) {
   return executor::LinearProvider::ours;
 }
 
-bool has_task_benchmarks(const simulator::Profile& profile) {
-  for (const simulator::BatchProfile& b : profile.batches) {
-    for (const simulator::StageProfile& s : b.stages) {
-      for (const simulator::OpProfile& op : s.ops) {
+bool has_task_benchmarks(const model::Profile& profile) {
+  for (const model::BatchProfile& b : profile.batches) {
+    for (const model::StageProfile& s : b.stages) {
+      for (const model::OpProfile& op : s.ops) {
         if (!op.tasks.empty()) return true;
       }
     }
@@ -101,9 +101,8 @@ bool has_task_benchmarks(const simulator::Profile& profile) {
   return false;
 }
 
-simulator::Profile profile_model(const ValidateCommandOptions& o,
-                                 const std::vector<int64_t>& batches, const fs::path& out,
-                                 Terminal& t) {
+model::Profile profile_model(const ValidateCommandOptions& o, const std::vector<int64_t>& batches,
+                             const fs::path& out, Terminal& t) {
   profiler::ProfileOptions options;
   options.model = o.model;
   options.batches = batches;
@@ -291,9 +290,9 @@ void run(const ValidateCommandOptions& o) {
   const fs::path out = o.out;
   Terminal t;
 
-  simulator::Profile profile;
+  model::Profile profile;
   if (!o.profile.empty()) {
-    profile = simulator::read_profile(o.profile);
+    profile = model::read_profile(o.profile);
     if (profile.model_name != spec.name) {
       throw Error("--profile: " + o.profile + " is a profile of " + profile.model_name +
                   ", not of " + spec.name);
@@ -307,7 +306,7 @@ void run(const ValidateCommandOptions& o) {
       throw Error("--frames: " + o.profile + " was measured with chunks of " +
                   std::to_string(profile.frames) + " frames, not " + std::to_string(o.frames));
     }
-    for (int64_t b : batches) simulator::check_batch(profile, b, /*allow_interpolate=*/false);
+    for (int64_t b : batches) model::check_batch(profile, b, /*allow_interpolate=*/false);
   }
   const Device device = current_device();
   std::error_code error;

@@ -65,7 +65,7 @@ bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> obj
   return std::tie(a.ttfo_ns, a.decode_step_ns) < std::tie(b.ttfo_ns, b.decode_step_ns);
 }
 
-BatchPlan plan_batch(const simulator::Profile& profile, const PlanOptions& options, int64_t batch,
+BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, int64_t batch,
                      const std::vector<StageSearch>& searches) {
   simulator::Simulator sim(profile, options.sim);
   const model::Scenario scenario = sim.scenario(batch);
@@ -160,7 +160,7 @@ std::vector<ParetoPoint> pareto_front(const std::vector<BatchPlan>& batches) {
   return front;
 }
 
-Plan plan_both_launches(const simulator::Profile& profile, const PlanOptions& options) {
+Plan plan_both_launches(const model::Profile& profile, const PlanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   PlanOptions one = options;
   one.choose_pdl = false;
@@ -278,7 +278,7 @@ bool operator==(const Plan& a, const Plan& b) {
          a.threads == b.threads && a.seconds == b.seconds;
 }
 
-Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
+Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
   if (options.choose_pdl) return plan_both_launches(profile, options);
   const auto start = std::chrono::steady_clock::now();
   if (options.top_k < 1) {
@@ -294,7 +294,7 @@ Plan make_plan(const simulator::Profile& profile, const PlanOptions& options) {
     if (i > 0 && batches[i] == batches[i - 1]) {
       throw Error("plan: batch " + std::to_string(batches[i]) + " is listed twice");
     }
-    simulator::check_batch(profile, batches[i], options.sim.allow_interpolate);
+    model::check_batch(profile, batches[i], options.sim.allow_interpolate);
   }
 
   Plan plan;

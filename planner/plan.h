@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/profile.h"
 #include "planner/search.h"
-#include "simulator/profile.h"
 #include "simulator/simulator.h"
 
 namespace megacut::planner {
@@ -167,7 +167,7 @@ struct PlanOptions {
   std::function<void(double fraction, const std::string& doing)> progress;
 };
 
-Plan make_plan(const simulator::Profile& profile, const PlanOptions& options);
+Plan make_plan(const model::Profile& profile, const PlanOptions& options);
 
 // The coverage floors of a ranked list of `top_k`: 1/(K-1), 2/(K-1), ..., 1 (none for K = 1).
 std::vector<double> coverage_floors(int top_k);

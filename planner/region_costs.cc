@@ -48,7 +48,7 @@ std::vector<TimeNs> MkRegionEvaluator::makespans_of(int begin, std::span<const i
     return s;
   };
 
-  std::vector<simulator::RegionConfig> configs;
+  std::vector<model::RegionConfig> configs;
   for (int end : ends) {
     configs.push_back(sim_.region_config(stage_, batch_, {model::RegionKind::mk, begin, end}));
   }

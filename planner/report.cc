@@ -46,7 +46,7 @@ std::optional<double> coverage_of(const ReportModel& m, size_t batch, size_t ind
 
 }  // namespace
 
-void add_coverage(ReportModel& m, const simulator::Profile& profile) {
+void add_coverage(ReportModel& m, const model::Profile& profile) {
   const Validation& v = m.validation;
   if (profile.model_name != v.model) {
     skip_coverage(

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/profile.h"
 #include "planner/validation.h"
-#include "simulator/profile.h"
 
 namespace megacut::planner {
 
@@ -45,7 +45,7 @@ struct ReportModel {
 // default options otherwise, as predict_candidates does). A candidate the profile cannot simulate
 // keeps none, with a note; a note also says how far the new predictions moved from the recorded
 // ones when the profile or the simulator changed since the validation.
-void add_coverage(ReportModel& model, const simulator::Profile& profile);
+void add_coverage(ReportModel& model, const model::Profile& profile);
 
 // Leaves every candidate's coverage none, with a note saying why.
 void skip_coverage(ReportModel& model, const std::string& why);

@@ -273,7 +273,7 @@ std::vector<Candidate> validation_candidates(const BatchPlan& plan,
   return list;
 }
 
-std::vector<CandidateResult> predict_candidates(const simulator::Profile& profile,
+std::vector<CandidateResult> predict_candidates(const model::Profile& profile,
                                                 simulator::SimOptions options, int64_t batch,
                                                 const std::vector<Candidate>& candidates) {
   std::unique_ptr<simulator::Simulator> sims[2];  // without PDL, with PDL: made when needed

@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/profile.h"
 #include "model/stats.h"
 #include "planner/plan.h"
-#include "simulator/profile.h"
 #include "simulator/simulator.h"
 
 namespace megacut::planner {
@@ -91,7 +91,7 @@ struct CandidateResult {
 // Every candidate predicted from the profile alone, by a Simulator with options.pdl set as the
 // candidate asks. One the profile cannot predict (an mk region over an op without task
 // benchmarks) keeps the simulator's message in prediction_error instead.
-std::vector<CandidateResult> predict_candidates(const simulator::Profile& profile,
+std::vector<CandidateResult> predict_candidates(const model::Profile& profile,
                                                 simulator::SimOptions options, int64_t batch,
                                                 const std::vector<Candidate>& candidates);
 

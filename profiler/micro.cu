@@ -673,15 +673,15 @@ int64_t LaunchSweep::traced_kernels() const {
   return nodes * impl_->traced_rounds;
 }
 
-std::vector<simulator::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels& tagged,
-                                                             int first_round) const {
+std::vector<model::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels& tagged,
+                                                         int first_round) const {
   const int rounds = static_cast<int>(impl_->untraced_ns.front().size());
   if (first_round < 0 || first_round >= rounds || impl_->traced_rounds < rounds) {
     throw Error("graph launch sweep: " + std::to_string(rounds) + " untraced and " +
                 std::to_string(impl_->traced_rounds) + " traced rounds, from round " +
                 std::to_string(first_round));
   }
-  std::vector<simulator::GraphLaunchPoint> out;
+  std::vector<model::GraphLaunchPoint> out;
   for (size_t p = 0; p < impl_->graphs.size(); ++p) {
     const int nodes = kLaunchSweepNodes[p];
     std::vector<double> samples, spans;
@@ -695,7 +695,7 @@ std::vector<simulator::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels
     // Below zero where tracing lengthened the chain more than launching it took; the statistics
     // hold no negative times.
     int negatives = 0;
-    simulator::GraphLaunchPoint point{nodes, model::compute_stats(clamped(samples, &negatives))};
+    model::GraphLaunchPoint point{nodes, model::compute_stats(clamped(samples, &negatives))};
     point.span_ns = model::compute_stats(spans);
     const std::vector<double>& back_to_back = impl_->back_to_back_ns[p];
     if (!back_to_back.empty()) {
@@ -707,12 +707,12 @@ std::vector<simulator::GraphLaunchPoint> LaunchSweep::points(const TaggedKernels
   return out;
 }
 
-std::string LaunchSweep::describe(const std::vector<simulator::GraphLaunchPoint>& points) {
+std::string LaunchSweep::describe(const std::vector<model::GraphLaunchPoint>& points) {
   std::string text;
-  for (const simulator::GraphLaunchPoint& g : points) {
+  for (const model::GraphLaunchPoint& g : points) {
     text += (text.empty() ? "" : ", ") + std::to_string(g.nodes) + ": " + ns_text(g.launch_ns.p50);
   }
-  for (const simulator::GraphLaunchPoint& g : points) {
+  for (const model::GraphLaunchPoint& g : points) {
     if (!g.span_ns || !g.back_to_back_ns) continue;
     text += "; " + std::to_string(g.nodes) + " nodes traced " + ns_text(g.span_ns->p50) +
             ", back to back untraced " + ns_text(g.back_to_back_ns->p50) + " a replay";

@@ -1,5 +1,5 @@
-// Micro-benchmarks of boundaries and counters (simulator::MicroBenchmarks), and the device's
-// description (simulator::DeviceProfile). Each is a dedicated run of empty or trivial kernels,
+// Micro-benchmarks of boundaries and counters (model::MicroBenchmarks), and the device's
+// description (model::DeviceProfile). Each is a dedicated run of empty or trivial kernels,
 // and each is defined so that the simulator, which adds launch, kernel durations and gaps from
 // CUPTI, lands where the GPU did:
 //  - graph launch: untraced CUDA events around cudaGraphLaunch (a stage's graph_ns is timed so)
@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "model/profile.h"
 #include "profiler/cupti_tracer.h"
-#include "simulator/profile.h"
 
 namespace megacut::profiler {
 
@@ -43,8 +43,8 @@ struct MicroOptions {
 };
 
 struct MicroResult {
-  simulator::DeviceProfile device;
-  simulator::MicroBenchmarks micro;
+  model::DeviceProfile device;
+  model::MicroBenchmarks micro;
   std::vector<std::string> notes;  // how each was obtained, checks, warnings
 };
 
@@ -53,7 +53,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
 
 // The graph-launch sweep: chains of 1 to 512 trivial kernels, each captured as a CUDA graph and
 // launched alone on an idle stream, as a stage graph is replayed. A round launches each size once,
-// the sizes taking turns. A point (simulator::GraphLaunchPoint) is a size's untraced rounds, each
+// the sizes taking turns. A point (model::GraphLaunchPoint) is a size's untraced rounds, each
 // timed with CUDA events around cudaGraphLaunch, less the CUPTI span of its traced rounds' kernels,
 // round by round: what a stage's graph_ns adds to its traced kernels and gaps, per size. What it
 // measures depends on the host as much as on the graph: the GPU starts the first kernel only when
@@ -82,10 +82,10 @@ class LaunchSweep {
   int64_t traced_kernels() const;
   // One point per size over rounds [first_round, untraced rounds); every traced round must have
   // been seen by CUPTI (`tagged`), else megacut::Error.
-  std::vector<simulator::GraphLaunchPoint> points(const TaggedKernels& tagged,
-                                                  int first_round = 0) const;
+  std::vector<model::GraphLaunchPoint> points(const TaggedKernels& tagged,
+                                              int first_round = 0) const;
   // "1: 3392 ns, 16: 3744 ns, ..." (p50s).
-  static std::string describe(const std::vector<simulator::GraphLaunchPoint>& points);
+  static std::string describe(const std::vector<model::GraphLaunchPoint>& points);
 
   static constexpr int kLaunchSweepTag = 3;
 

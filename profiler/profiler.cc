@@ -12,8 +12,8 @@
 #include "model/output_file.h"
 #include "model/stats.h"
 #include "model/text.h"
+#include "model/trace_events.h"
 #include "profiler/nvtx.h"
-#include "simulator/trace.h"
 
 namespace megacut::profiler {
 namespace {
@@ -185,7 +185,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     if (!warmup.empty()) map_stage(ops, eager, std::move(warmup));
     StageTrace trace = map_stage(ops, eager, std::move(timed));
     trace.profile.graph_ns = model::compute_stats(graph_ns[s], "ns");
-    for (simulator::OpProfile& op : trace.profile.ops) {
+    for (model::OpProfile& op : trace.profile.ops) {
       const size_t per_launch = eager.at(op.index).size();
       auto alone = [&](TagKind kind) {
         const std::vector<KernelRecord>& kernels = tagged.of(Tag{kind, s, op.index});
@@ -208,7 +208,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     summary.span_ns = trace.span_ns();
     summary.clamped_gaps = trace.clamped_gaps;
     summary.max_overlap_ns = trace.max_overlap_ns;
-    for (const simulator::OpProfile& op : trace.profile.ops) {
+    for (const model::OpProfile& op : trace.profile.ops) {
       summary.kernels_p50_ns += op.conv->duration_ns.p50;
       if (op.conv->gap_to_next_ns) summary.gaps_p50_ns += op.conv->gap_to_next_ns->p50;
     }
@@ -243,7 +243,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     int total = 0, done = 0;
     for (const StageOps& ops : result.ops) total += static_cast<int>(ops.ops.size());
     for (int s = 0; s < stage_count; ++s) {
-      for (simulator::OpProfile& op : result.profile.stages[s].ops) {
+      for (model::OpProfile& op : result.profile.stages[s].ops) {
         OpTasks measured = benchmark_op_tasks(runner, s, op.index, tasks, flush);
         result.summary.task_regions += measured.regions;
         result.summary.task_kernels_compiled += measured.compiled;
@@ -260,7 +260,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   return result;
 }
 
-simulator::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener) {
+model::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener) {
   auto note = [&](const std::string& text) {
     if (listener.note) listener.note(text);
   };
@@ -281,7 +281,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
 
   const model::ModelSpec spec = model::load_model(options.model);
   const executor::HostWeights weights = executor::HostWeights::random(spec, options.seed);
-  simulator::Profile profile;
+  model::Profile profile;
   profile.model_name = spec.name;
   profile.model_config = spec.config;
   profile.prompt_len = options.prompt_len;
@@ -293,7 +293,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
   profile.micro = micro.micro;
   for (const std::string& text : micro.notes) note(text);
   if (listener.micro_done) listener.micro_done(micro);
-  simulator::write_profile(profile, options.out);
+  model::write_profile(profile, options.out);
 
   for (const int64_t batch : options.batches) {
     try {
@@ -307,7 +307,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
       executor::ScenarioRunner runner(spec, scenario, weights, run);
       BatchResult result = profile_batch(runner, scenario, tracer, options.batch, listener);
       profile.batches.push_back(result.profile);
-      simulator::write_profile(profile, options.out);
+      model::write_profile(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {
         const int iteration = median_iteration(result.stages);
         // Each stage starts where its untraced graph launch would: its event-timed time less
@@ -329,9 +329,9 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
              "replay as CUPTI recorded its kernels, the first one launch_lead_ns after the "
              "stage's start: the stage's untraced event-timed time less its kernels' span "
              "(p50s)"}};
-        model::write_text_file(options.trace,
-                               simulator::trace_text(measured_trace(result.stages, result.ops,
-                                                                    iteration, lead_ns, other)));
+        model::write_text_file(
+            options.trace, model::trace_text(measured_trace(result.stages, result.ops, iteration,
+                                                            lead_ns, other)));
         note("trace of batch " + std::to_string(batch) + " (replay " + std::to_string(iteration) +
              ") written to " + options.trace.string());
       }
@@ -345,7 +345,7 @@ simulator::Profile run_profile(const ProfileOptions& options, const ProfileListe
     }
   }
 
-  const simulator::Profile written = simulator::read_profile(options.out);
+  const model::Profile written = model::read_profile(options.out);
   if (!written.same_content(profile)) {
     throw Error(options.out.string() + ": the profile read back differs from the one measured");
   }

@@ -1,4 +1,4 @@
-// megacut profile: what the simulator may know about a model on a device (simulator/profile.h,
+// megacut profile: what the simulator may know about a model on a device (model/profile.h,
 // "megacut.profile/1"), measured. Per batch size, every stage of the scenario runs
 // all-conventional exactly as `megacut run` runs it (one CUDA graph per stage, replayed); its
 // end-to-end time is taken with CUDA events and no tracing, then the same replays run under
@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "executor/runner.h"
+#include "model/profile.h"
 #include "model/scenario.h"
 #include "profiler/cupti_tracer.h"
 #include "profiler/micro.h"
 #include "profiler/stage_trace.h"
 #include "profiler/task_bench.h"
-#include "simulator/profile.h"
 
 namespace megacut::profiler {
 
@@ -85,7 +85,7 @@ struct ProfileListener {
 };
 
 struct BatchResult {
-  simulator::BatchProfile profile;
+  model::BatchProfile profile;
   std::vector<StageOps> ops;       // by stage
   std::vector<StageTrace> stages;  // the timed traced replays, mapped
   BatchSummary summary;
@@ -99,8 +99,8 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
 
 // The whole sweep. Writes options.out after the micro-benchmarks and again after each batch, so
 // that a failure (no room for a batch, dropped records) keeps what was measured; at the end reads
-// the file back with simulator::read_profile and checks it. Throws megacut::Error naming the
+// the file back with model::read_profile and checks it. Throws megacut::Error naming the
 // batch that failed and what the file keeps.
-simulator::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener = {});
+model::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener = {});
 
 }  // namespace megacut::profiler

@@ -6,7 +6,7 @@
 
 #include "model/error.h"
 #include "model/stats.h"
-#include "simulator/trace.h"
+#include "model/trace_events.h"
 
 namespace megacut::profiler {
 namespace {
@@ -156,11 +156,11 @@ StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<Kernel
       if (total_ns > main_ns) main_ns = total_ns, main_position = p;
       name += (p == first[op] ? "" : " + ") + expected[p].name;
     }
-    simulator::OpProfile o;
+    model::OpProfile o;
     o.index = op;
     o.name = stage.ops[op].name;
     o.kind = stage.ops[op].kind;
-    simulator::ConvKernel k;
+    model::ConvKernel k;
     k.kernel = name;
     k.provider = stage.ops[op].provider;
     k.duration_ns = model::compute_stats(durations, "ns");
@@ -210,9 +210,9 @@ nlohmann::json measured_trace(const std::vector<StageTrace>& stages,
   json events = json::array();
   const std::string device =
       other_data.contains("device") ? other_data.at("device").get<std::string>() : "GPU";
-  events.push_back(simulator::trace_process_name("GPU 0 (measured " + device + ")"));
-  events.push_back(simulator::trace_thread_name(kStageTid, "stages and regions"));
-  events.push_back(simulator::trace_thread_order(kStageTid));
+  events.push_back(model::trace_process_name("GPU 0 (measured " + device + ")"));
+  events.push_back(model::trace_thread_name(kStageTid, "stages and regions"));
+  events.push_back(model::trace_thread_order(kStageTid));
 
   std::map<uint32_t, int> tid_of_stream;
   auto stream_tid = [&](uint32_t stream) {
@@ -221,14 +221,13 @@ nlohmann::json measured_trace(const std::vector<StageTrace>& stages,
                     ? kStreamTid
                     : kMoreStreamsTid + static_cast<int>(tid_of_stream.size()) - 1);
     if (fresh) {
-      events.push_back(
-          simulator::trace_thread_name(it->second, "stream " + std::to_string(stream)));
-      events.push_back(simulator::trace_thread_order(it->second));
+      events.push_back(model::trace_thread_name(it->second, "stream " + std::to_string(stream)));
+      events.push_back(model::trace_thread_order(it->second));
     }
     return it->second;
   };
 
-  simulator::TimeNs offset = 0;
+  int64_t offset = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
     const StageTrace& st = stages[s];
     if (iteration < 0 || iteration >= static_cast<int>(st.replays.size())) {
@@ -237,17 +236,15 @@ nlohmann::json measured_trace(const std::vector<StageTrace>& stages,
     }
     const std::vector<KernelRecord>& replay = st.replays[iteration];
     const uint64_t first_ns = replay.front().start_ns;
-    auto at = [&](uint64_t t) {
-      return offset + lead_ns[s] + static_cast<simulator::TimeNs>(t - first_ns);
-    };
-    const simulator::TimeNs end = at(replay.back().end_ns);
-    events.push_back(simulator::trace_complete(
+    auto at = [&](uint64_t t) { return offset + lead_ns[s] + static_cast<int64_t>(t - first_ns); };
+    const int64_t end = at(replay.back().end_ns);
+    events.push_back(model::trace_complete(
         st.profile.stage, "stage", kStageTid, offset, end,
         {{"replay", iteration}, {"kernels", replay.size()}, {"launch_lead_ns", lead_ns[s]}}));
     for (size_t p = 0; p < replay.size(); ++p) {
       const KernelRecord& k = replay[p];
       const int op = st.op_of_position.at(p);
-      json args = simulator::trace_kernel_args(k.launch);
+      json args = model::trace_kernel_args(k.launch);
       args["stream"] = k.stream;
       args["op"] = ops[s].ops.at(op).name;
       args["op index"] = op;
@@ -255,8 +252,8 @@ nlohmann::json measured_trace(const std::vector<StageTrace>& stages,
       args["provider"] = ops[s].ops.at(op).provider;
       args["correlation"] = k.correlation;
       args["graph node"] = k.graph_node;
-      events.push_back(simulator::trace_complete(k.name, "kernel", stream_tid(k.stream),
-                                                 at(k.start_ns), at(k.end_ns), std::move(args)));
+      events.push_back(model::trace_complete(k.name, "kernel", stream_tid(k.stream), at(k.start_ns),
+                                             at(k.end_ns), std::move(args)));
     }
     offset = end;
   }

@@ -27,8 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/profile.h"
 #include "model/stats.h"
-#include "simulator/profile.h"
 
 namespace megacut::profiler {
 
@@ -41,7 +41,7 @@ struct KernelRecord {
   uint32_t stream = 0;
   uint32_t graph_id = 0;    // 0 outside CUDA graphs
   uint64_t graph_node = 0;  // 0 outside CUDA graphs
-  simulator::LaunchConfig launch;
+  model::LaunchConfig launch;
 };
 
 // What the host was doing when it made a CUDA call.
@@ -102,7 +102,7 @@ struct StageOps {
 struct StageTrace {
   // Per op: kernel name(s), duration and gap statistics over the replays, launch configuration.
   // graph_ns is left for the caller (it is timed without tracing).
-  simulator::StageProfile profile;
+  model::StageProfile profile;
   std::vector<int> op_of_position;                 // kernel position in a replay -> op index
   std::vector<std::vector<KernelRecord>> replays;  // each in start order
   int clamped_gaps = 0;         // overlaps of up to kOverlapToleranceNs, counted as gaps of 0
@@ -122,7 +122,8 @@ StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<Kernel
 // median.
 int median_iteration(const std::vector<StageTrace>& stages);
 
-// One measured iteration as a Chrome trace laid out like a simulated one (simulator/trace.h):
+// One measured iteration as a Chrome trace laid out like a simulated one (both are made of the
+// pieces in model/trace_events.h):
 // the stages one after the other on one time axis, each with its first kernel lead_ns[stage]
 // after the stage's start (what launching the graph adds, where the simulator puts
 // graph_launch_ns); kernels on one thread per stream with Kineto's argument names; stages on the

@@ -1,4 +1,4 @@
-// Standalone benchmarks of one op at a time, for the simulator's cost model (simulator/profile.h
+// Standalone benchmarks of one op at a time, for the simulator's cost model (model/profile.h
 // says what is measured):
 //  - tasks: the op alone as a persistent region (executor::MegakernelRegion with task timing
 //    records) at several CTA counts, its tiles placed by model::make_schedule over that many
@@ -19,7 +19,7 @@
 
 #include "executor/megakernel.h"
 #include "executor/runner.h"
-#include "simulator/profile.h"
+#include "model/profile.h"
 
 namespace megacut::profiler {
 
@@ -78,8 +78,8 @@ class L2Flush {
 };
 
 struct OpTasks {
-  simulator::RegionConfig region;  // of the single-op region (the largest CTA count's)
-  std::vector<simulator::TaskBenchmark> tasks;
+  model::RegionConfig region;  // of the single-op region (the largest CTA count's)
+  std::vector<model::TaskBenchmark> tasks;
   int regions = 0;        // single-op regions built (one per distinct CTA count)
   int compiled = 0;       // of which compiled their kernel (not found in the kernel cache)
   double compile_ms = 0;  // NVRTC time of those

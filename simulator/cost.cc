@@ -72,11 +72,11 @@ GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const d
   return {line.intercept, line.slope};
 }
 
-RegionConfig predict_region_config(std::span<const RegionConfig> members,
-                                   int64_t registers_per_sm) {
+model::RegionConfig predict_region_config(std::span<const model::RegionConfig> members,
+                                          int64_t registers_per_sm) {
   if (members.empty()) throw Error("predict_region_config: a region has at least one op");
-  RegionConfig c;
-  for (const RegionConfig& m : members) {
+  model::RegionConfig c;
+  for (const model::RegionConfig& m : members) {
     c.threads = std::max(c.threads, m.threads);
     c.registers = std::max(c.registers, m.registers);
     c.smem_bytes = std::max(c.smem_bytes, m.smem_bytes);
@@ -86,7 +86,7 @@ RegionConfig predict_region_config(std::span<const RegionConfig> members,
   return c;
 }
 
-double config_slowdown(const RegionConfig& standalone, const RegionConfig& region) {
+double config_slowdown(const model::RegionConfig& standalone, const model::RegionConfig& region) {
   if (region.registers >= standalone.registers) return 1.0;
   return static_cast<double>(standalone.registers) / static_cast<double>(region.registers);
 }

@@ -14,7 +14,7 @@
 
 #include <span>
 
-#include "simulator/profile.h"
+#include "model/profile.h"
 
 namespace megacut::simulator {
 
@@ -50,7 +50,8 @@ GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const d
 // The configuration a region built from these members gets: the most threads and the most
 // shared memory of any member, and the most registers per thread that the register file
 // allows at that block size (a multiple of 8, at most 255; one CTA per SM).
-RegionConfig predict_region_config(std::span<const RegionConfig> members, int64_t registers_per_sm);
+model::RegionConfig predict_region_config(std::span<const model::RegionConfig> members,
+                                          int64_t registers_per_sm);
 
 // How much slower an op's fixed time runs in `region` than in its standalone region: only
 // registers count. With fewer registers than it had alone, a tile body spills; we charge
@@ -58,6 +59,6 @@ RegionConfig predict_region_config(std::span<const RegionConfig> members, int64_
 // body uses leave warps idle at its barriers (no cost); more shared memory is unused (no cost;
 // one CTA per SM either way). A first-order rule, to be calibrated against the configurations
 // the executor reports after compiling a region.
-double config_slowdown(const RegionConfig& standalone, const RegionConfig& region);
+double config_slowdown(const model::RegionConfig& standalone, const model::RegionConfig& region);
 
 }  // namespace megacut::simulator

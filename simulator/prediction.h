@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/profile.h"
 #include "simulator/megakernel.h"
-#include "simulator/profile.h"
 
 namespace megacut::simulator {
 
@@ -47,10 +47,10 @@ struct RegionResult {
   TimeNs trace_excess_node_ns = 0;
   TimeNs graph_launch_ns() const { return launch_fixed_ns + graph_nodes * launch_node_ns; }
   TimeNs trace_excess_ns() const { return graph_nodes * trace_excess_node_ns; }
-  int64_t tasks = 0;                      // mk only
-  std::optional<RegionConfig> config;     // mk: the predicted configuration
-  std::vector<int> register_limited_ops;  // mk: ops the configuration slows down
-  std::vector<TimeNs> sm_busy_ns;         // per SM; conv kernels are spread over min(grid, SMs)
+  int64_t tasks = 0;                          // mk only
+  std::optional<model::RegionConfig> config;  // mk: the predicted configuration
+  std::vector<int> register_limited_ops;      // mk: ops the configuration slows down
+  std::vector<TimeNs> sm_busy_ns;             // per SM; conv kernels are spread over min(grid, SMs)
   std::vector<PathStep> critical_path;
   std::vector<Span> spans;  // only when the simulator records spans
   int64_t events = 0;       // engine events (mk)

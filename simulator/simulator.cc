@@ -11,15 +11,15 @@
 namespace megacut::simulator {
 namespace {
 
-TimeNs p50(const LatencyStats& s) { return time_from_ns(s.p50); }
-TimeNs mean(const LatencyStats& s) { return time_from_ns(s.mean); }
+TimeNs p50(const model::LatencyStats& s) { return time_from_ns(s.p50); }
+TimeNs mean(const model::LatencyStats& s) { return time_from_ns(s.mean); }
 
 // Whether any task benchmark of the profile holds a region startup (TaskBenchmark::startup_ns).
-bool has_region_startup(const Profile& profile) {
+bool has_region_startup(const model::Profile& profile) {
   for (const auto& batch : profile.batches)
-    for (const StageProfile& stage : batch.stages)
-      for (const OpProfile& op : stage.ops)
-        for (const TaskBenchmark& t : op.tasks)
+    for (const model::StageProfile& stage : batch.stages)
+      for (const model::OpProfile& op : stage.ops)
+        for (const model::TaskBenchmark& t : op.tasks)
           if (t.startup_ns) return true;
   return false;
 }
@@ -28,7 +28,7 @@ bool has_region_startup(const Profile& profile) {
 constexpr int64_t kMkRegionNodes = 1;
 
 // The nodes a conventional op adds to its stage graph: one per kernel it runs.
-int64_t conv_nodes(const ConvKernel& k) {
+int64_t conv_nodes(const model::ConvKernel& k) {
   int64_t nodes = 1;
   for (size_t at = k.kernel.find(" + "); at != std::string::npos; at = k.kernel.find(" + ", at + 3))
     ++nodes;
@@ -40,7 +40,7 @@ int64_t conv_nodes(const ConvKernel& k) {
 // profiler's chains are long enough for (profiler/micro.cu); a host-paced replay would show as a
 // smaller excess, which the profile cannot tell apart. The replay also holds one graph-to-graph
 // gap, which lowers the excess by that gap over the chain's nodes (a few ns).
-double trace_excess_per_node(const std::vector<GraphLaunchPoint>& points) {
+double trace_excess_per_node(const std::vector<model::GraphLaunchPoint>& points) {
   for (auto it = points.rbegin(); it != points.rend(); ++it) {
     if (!it->span_ns || !it->back_to_back_ns) continue;
     return std::max(0.0,
@@ -49,9 +49,9 @@ double trace_excess_per_node(const std::vector<GraphLaunchPoint>& points) {
   return 0;
 }
 
-GraphLaunchFit fit_points(const std::vector<GraphLaunchPoint>& points) {
+GraphLaunchFit fit_points(const std::vector<model::GraphLaunchPoint>& points) {
   std::vector<double> nodes, launch_ns;
-  for (const GraphLaunchPoint& point : points) {
+  for (const model::GraphLaunchPoint& point : points) {
     nodes.push_back(static_cast<double>(point.nodes));
     launch_ns.push_back(point.launch_ns.p50);
   }
@@ -61,15 +61,15 @@ GraphLaunchFit fit_points(const std::vector<GraphLaunchPoint>& points) {
 }
 
 // The graph-launch micro-benchmark at several sizes, or the one size older profiles measured.
-GraphLaunchFit micro_launch_fit(const MicroBenchmarks& micro) {
+GraphLaunchFit micro_launch_fit(const model::MicroBenchmarks& micro) {
   if (micro.graph_launch_by_nodes.empty()) return {micro.graph_launch_ns.p50, 0};
   return fit_points(micro.graph_launch_by_nodes);
 }
 
 // w = 0 gives a, w = 1 gives b; each side first scaled by its factor.
-LatencyStats lerp(const LatencyStats& a, const LatencyStats& b, double w, double scale_a = 1,
-                  double scale_b = 1) {
-  LatencyStats s;
+model::LatencyStats lerp(const model::LatencyStats& a, const model::LatencyStats& b, double w,
+                         double scale_a = 1, double scale_b = 1) {
+  model::LatencyStats s;
   s.unit = "ns";
   s.count = std::min(a.count, b.count);
   auto mix = [&](double x, double y) { return (1 - w) * x * scale_a + w * y * scale_b; };
@@ -104,9 +104,9 @@ double mean_estimate_ns(const model::Graph& g, int op) {
 struct Simulator::OpModel {
   bool ready = false;
   TaskFit fit;
-  double mean_bytes = 0;     // per task: TileCost bytes read + written
-  double mean_estimate = 0;  // per task: model::schedule_cost_estimate_ns
-  RegionConfig config;       // its standalone region's
+  double mean_bytes = 0;       // per task: TileCost bytes read + written
+  double mean_estimate = 0;    // per task: model::schedule_cost_estimate_ns
+  model::RegionConfig config;  // its standalone region's
   // A region's startup when this op's tasks come first, by the standalone benchmark's CTA
   // count (TaskBenchmark::startup_ns p50); empty in profiles without it.
   std::vector<std::pair<int, double>> startup_ns;
@@ -129,8 +129,8 @@ struct Simulator::StageState {
   std::string stage;
   int64_t batch = 0;
   std::unique_ptr<model::Graph> graph;
-  const StageProfile* profile = nullptr;
-  std::unique_ptr<StageProfile> interpolated;
+  const model::StageProfile* profile = nullptr;
+  std::unique_ptr<model::StageProfile> interpolated;
   // Per task of the stage, filled op by op as ops are first run in an mk region.
   std::vector<double> task_bytes;
   std::vector<double> task_estimate;
@@ -153,7 +153,7 @@ std::string_view boundary_name(Boundary boundary) {
   return "?";
 }
 
-Simulator::Simulator(Profile profile, SimOptions options)
+Simulator::Simulator(model::Profile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
   micro_launch_ = micro_launch_fit(profile_.micro);
   region_startup_measured_ = has_region_startup(profile_);
@@ -179,13 +179,13 @@ const model::Graph& Simulator::graph(std::string_view stage, int64_t batch) {
   return *state(stage, batch).graph;
 }
 
-const StageProfile& Simulator::stage_profile(std::string_view stage, int64_t batch) {
+const model::StageProfile& Simulator::stage_profile(std::string_view stage, int64_t batch) {
   return *state(stage, batch).profile;
 }
 
 GraphLaunchFit Simulator::graph_launch(int64_t batch) const {
   auto own = [&](int64_t b) -> std::optional<GraphLaunchFit> {
-    const BatchProfile* p = profile_.batch(b);
+    const model::BatchProfile* p = profile_.batch(b);
     if (p == nullptr || p->graph_launch_by_nodes.empty()) return std::nullopt;
     return fit_points(p->graph_launch_by_nodes);
   };
@@ -231,13 +231,13 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   if (auto it = stages_.find(key); it != stages_.end()) return *it->second;
 
   // Before the graph: a batch the profile cannot answer for may be one too large to build.
-  check_batch(profile_, batch, options_.allow_interpolate);
+  model::check_batch(profile_, batch, options_.allow_interpolate);
   auto s = std::make_unique<StageState>();
   s->stage = std::string(stage);
   s->batch = batch;
   const model::Scenario sc = scenario(batch);
   s->graph = std::make_unique<model::Graph>(model::build_graph(model_, sc, stage));
-  const BatchProfile* measured = profile_.batch(batch);
+  const model::BatchProfile* measured = profile_.batch(batch);
   if (measured == nullptr) {
     s->interpolated = interpolate(stage, batch, *s->graph);
     s->profile = s->interpolated.get();
@@ -245,13 +245,14 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
     s->profile = measured->stage(stage);
     if (s->profile == nullptr) {
       std::string known;
-      for (const StageProfile& p : measured->stages) known += (known.empty() ? "" : ", ") + p.stage;
+      for (const model::StageProfile& p : measured->stages)
+        known += (known.empty() ? "" : ", ") + p.stage;
       throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
                   " has no stage '" + std::string(stage) + "' (stages: " + known + ")");
     }
   }
   const model::Graph& g = *s->graph;
-  for (const OpProfile& op : s->profile->ops) {
+  for (const model::OpProfile& op : s->profile->ops) {
     if (op.index >= g.op_count()) {
       throw Error(where(*s, -1) + ": op " + std::to_string(op.index) + " (" + op.name +
                   ") is beyond the graph's " + std::to_string(g.op_count()) + " ops");
@@ -283,8 +284,8 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   return *stages_.emplace(key, std::move(s)).first->second;
 }
 
-std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int64_t batch,
-                                                     const model::Graph& target) {
+std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view stage, int64_t batch,
+                                                            const model::Graph& target) {
   const std::optional<Interpolation> in = interpolation(batch);
   if (!in) {
     throw Error("profile " + profile_.source + ": batch " + std::to_string(batch) +
@@ -296,20 +297,20 @@ std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int
   const double w =
       static_cast<double>(batch - in->lower) / static_cast<double>(in->upper - in->lower);
 
-  auto out = std::make_unique<StageProfile>();
+  auto out = std::make_unique<model::StageProfile>();
   out->stage = std::string(stage);
   if (lo.profile->graph_ns && hi.profile->graph_ns) {
     out->graph_ns = lerp(*lo.profile->graph_ns, *hi.profile->graph_ns, w);
   }
-  for (const OpProfile& b : hi.profile->ops) {
-    const OpProfile* a = lo.profile->op(b.index);
+  for (const model::OpProfile& b : hi.profile->ops) {
+    const model::OpProfile* a = lo.profile->op(b.index);
     if (a == nullptr) continue;
-    OpProfile op;
+    model::OpProfile op;
     op.index = b.index;
     op.name = b.name;
     op.kind = b.kind;
     if (a->conv && b.conv) {
-      ConvKernel k = *b.conv;  // name, provider and launch configuration of the larger batch
+      model::ConvKernel k = *b.conv;  // name, provider and launch configuration of the larger batch
       k.duration_ns = lerp(a->conv->duration_ns, b.conv->duration_ns, w);
       k.gap_to_next_ns.reset();
       if (a->conv->gap_to_next_ns && b.conv->gap_to_next_ns) {
@@ -323,10 +324,11 @@ std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int
       const double size = mean_estimate_ns(target, b.index);
       const double scale_a = size / mean_estimate_ns(*lo.graph, b.index);
       const double scale_b = size / mean_estimate_ns(*hi.graph, b.index);
-      for (const TaskBenchmark& tb : b.tasks) {
-        for (const TaskBenchmark& ta : a->tasks) {
+      for (const model::TaskBenchmark& tb : b.tasks) {
+        for (const model::TaskBenchmark& ta : a->tasks) {
           if (ta.ctas != tb.ctas) continue;
-          TaskBenchmark t{tb.ctas, lerp(ta.duration_ns, tb.duration_ns, w, scale_a, scale_b), {}};
+          model::TaskBenchmark t{
+              tb.ctas, lerp(ta.duration_ns, tb.duration_ns, w, scale_a, scale_b), {}};
           if (ta.startup_ns && tb.startup_ns)
             t.startup_ns = lerp(*ta.startup_ns, *tb.startup_ns, w);
           op.tasks.push_back(std::move(t));
@@ -340,8 +342,9 @@ std::unique_ptr<StageProfile> Simulator::interpolate(std::string_view stage, int
   return out;
 }
 
-const ConvKernel& Simulator::conv_kernel(StageState& s, int op, const model::Region& region) {
-  const OpProfile* p = s.profile->op(op);
+const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
+                                                const model::Region& region) {
+  const model::OpProfile* p = s.profile->op(op);
   if (p == nullptr || !p->conv) {
     throw Error(where(s, op) + ": no conventional kernel measured (needed by " +
                 region_text(region) + ")");
@@ -352,7 +355,7 @@ const ConvKernel& Simulator::conv_kernel(StageState& s, int op, const model::Reg
 const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
   OpModel& m = s.ops.at(op);
   if (m.ready) return m;
-  const OpProfile* p = s.profile->op(op);
+  const model::OpProfile* p = s.profile->op(op);
   if (p == nullptr || p->tasks.empty() || !p->task_region) {
     throw Error(where(s, op) + ": no standalone task benchmark measured (needed by " +
                 region_text(region) + ")");
@@ -371,7 +374,7 @@ const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model
   m.mean_bytes = bytes / static_cast<double>(tiles);
   m.mean_estimate = estimate / static_cast<double>(tiles);
   std::vector<double> x, d;
-  for (const TaskBenchmark& b : p->tasks) {
+  for (const model::TaskBenchmark& b : p->tasks) {
     x.push_back(static_cast<double>(std::min<int64_t>(b.ctas, tiles)));
     d.push_back(b.duration_ns.mean);
     if (b.startup_ns) m.startup_ns.emplace_back(b.ctas, b.startup_ns->p50);
@@ -387,10 +390,10 @@ TaskFit Simulator::task_fit(std::string_view stage, int64_t batch, int op) {
   return op_model(s, op, model::Region{model::RegionKind::mk, op, op + 1}).fit;
 }
 
-RegionConfig Simulator::region_config(std::string_view stage, int64_t batch,
-                                      const model::Region& region) {
+model::RegionConfig Simulator::region_config(std::string_view stage, int64_t batch,
+                                             const model::Region& region) {
   StageState& s = state(stage, batch);
-  std::vector<RegionConfig> members;
+  std::vector<model::RegionConfig> members;
   for (int op = region.begin; op < region.end; ++op)
     members.push_back(op_model(s, op, region).config);
   return predict_region_config(members, profile_.device.registers_per_sm);
@@ -408,7 +411,7 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
                                        const model::Region& region,
                                        const model::Schedule& schedule) {
   StageState& s = state(stage, batch);
-  const RegionConfig config = region_config(stage, batch, region);
+  const model::RegionConfig config = region_config(stage, batch, region);
   const model::Graph& g = *s.graph;
   const model::TaskId first = g.first_task(region.begin);
   const model::TaskId last = g.first_task(region.end - 1) + g.op(region.end - 1).tiling.count();
@@ -449,7 +452,7 @@ MegakernelParams Simulator::megakernel_params() const {
 }
 
 TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
-  const MicroBenchmarks& micro = profile_.micro;
+  const model::MicroBenchmarks& micro = profile_.micro;
   if (before == Boundary::stage_start) return s.launch_fixed_ns;
   if (region.kind == model::RegionKind::conv && before == Boundary::after_conv) {
     return conv_gap(s, region.begin - 1, region);
@@ -467,7 +470,7 @@ TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
     return p50(profile_.micro.kernel_gap_pdl_ns);
   }
   // Otherwise the same kernel boundary as in the conventional graph.
-  const ConvKernel& k = conv_kernel(s, op, region);
+  const model::ConvKernel& k = conv_kernel(s, op, region);
   if (!k.gap_to_next_ns) {
     throw Error(where(s, op) + ": conv.gap_to_next_ns missing (needed by " + region_text(region) +
                 ")");
@@ -480,7 +483,7 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
   r.sm_busy_ns.assign(sms, 0);
   TimeNs t = r.gap_ns;
   for (int op = r.region.begin; op < r.region.end; ++op) {
-    const ConvKernel& k = conv_kernel(s, op, r.region);
+    const model::ConvKernel& k = conv_kernel(s, op, r.region);
     const TimeNs d = mean(k.duration_ns);
     r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
@@ -503,7 +506,7 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
 
 void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   const model::Graph& g = *s.graph;
-  const MicroBenchmarks& micro = profile_.micro;
+  const model::MicroBenchmarks& micro = profile_.micro;
   const model::Schedule schedule =
       model::make_schedule(g, r.region.begin, r.region.end, profile_.device.sm_count);
   const TaskCosts costs = region_task_costs(s.stage, s.batch, r.region, schedule);
@@ -709,7 +712,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     std::stable_sort(sp.path_by_op.begin(), sp.path_by_op.end(),
                      [](const OpOnPath& a, const OpOnPath& b) { return a.time_ns > b.time_ns; });
     // Only a measured batch has a measurement to replay against.
-    if (const StageProfile& prof = stage_profile(stage.name, batch);
+    if (const model::StageProfile& prof = stage_profile(stage.name, batch);
         prof.graph_ns && !p.interpolated) {
       sp.measured_conv_graph_ns = p50(*prof.graph_ns);
     }

@@ -38,12 +38,12 @@
 #include "model/composition.h"
 #include "model/config.h"
 #include "model/graph.h"
+#include "model/profile.h"
 #include "model/scenario.h"
 #include "model/schedule.h"
 #include "simulator/cost.h"
 #include "simulator/megakernel.h"
 #include "simulator/prediction.h"
-#include "simulator/profile.h"
 
 namespace megacut::simulator {
 
@@ -62,12 +62,12 @@ struct SimOptions {
 
 class Simulator {
  public:
-  explicit Simulator(Profile profile, SimOptions options = {});
+  explicit Simulator(model::Profile profile, SimOptions options = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
 
-  const Profile& profile() const { return profile_; }
+  const model::Profile& profile() const { return profile_; }
   const SimOptions& options() const { return options_; }
   const model::ModelSpec& model() const { return model_; }
   model::Scenario scenario(int64_t batch) const;
@@ -77,7 +77,7 @@ class Simulator {
   // kinds checked against it.
   const model::Graph& graph(std::string_view stage, int64_t batch);
   // The profile's data for a stage: measured, or interpolated when allowed.
-  const StageProfile& stage_profile(std::string_view stage, int64_t batch);
+  const model::StageProfile& stage_profile(std::string_view stage, int64_t batch);
   std::optional<Interpolation> interpolation(int64_t batch) const;
 
   // "profile <file>: batch <b>, stage <s>, <kind>[a:b]", for errors about a region: a caller
@@ -98,7 +98,8 @@ class Simulator {
   TaskCosts region_task_costs(std::string_view stage, int64_t batch, const model::Region& region);
   // The fit of an op's standalone task benchmark.
   TaskFit task_fit(std::string_view stage, int64_t batch, int op);
-  RegionConfig region_config(std::string_view stage, int64_t batch, const model::Region& region);
+  model::RegionConfig region_config(std::string_view stage, int64_t batch,
+                                    const model::Region& region);
   // The device parameters every mk region runs with (bandwidth, counter signal latency).
   MegakernelParams megakernel_params() const;
 
@@ -119,10 +120,10 @@ class Simulator {
   using RegionKey = std::tuple<std::string, int64_t, int, int, model::RegionKind, Boundary>;
 
   StageState& state(std::string_view stage, int64_t batch);
-  std::unique_ptr<StageProfile> interpolate(std::string_view stage, int64_t batch,
-                                            const model::Graph& target);
+  std::unique_ptr<model::StageProfile> interpolate(std::string_view stage, int64_t batch,
+                                                   const model::Graph& target);
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
-  const ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
+  const model::ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
   TimeNs sequence_ns(const Prediction& p, const model::Scenario& scenario,
                      model::Sequence which) const;
@@ -132,7 +133,7 @@ class Simulator {
   void simulate_conv(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);
 
-  Profile profile_;
+  model::Profile profile_;
   SimOptions options_;
   GraphLaunchFit micro_launch_;
   bool region_startup_measured_ = false;  // some task benchmark holds startup_ns

@@ -3,13 +3,18 @@
 #include <string>
 
 #include "model/error.h"
+#include "model/trace_events.h"
 
 namespace megacut::simulator {
 namespace {
 
+using model::trace_complete;
+using model::trace_kernel_args;
+using model::trace_process_name;
+using model::trace_thread_name;
+using model::trace_thread_order;
 using nlohmann::json;
 
-constexpr int kPid = 0;
 constexpr int kStreamTid = 0;
 constexpr int kRegionTid = 1;
 constexpr int kFirstSmTid = 2;
@@ -20,47 +25,6 @@ std::string region_name(const model::Region& r) {
 }
 
 }  // namespace
-
-json trace_process_name(const std::string& name) {
-  return {{"name", "process_name"}, {"ph", "M"}, {"pid", kPid}, {"args", {{"name", name}}}};
-}
-
-json trace_thread_name(int tid, const std::string& name) {
-  return {{"name", "thread_name"},
-          {"ph", "M"},
-          {"pid", kPid},
-          {"tid", tid},
-          {"args", {{"name", name}}}};
-}
-
-json trace_thread_order(int tid) {
-  return {{"name", "thread_sort_index"},
-          {"ph", "M"},
-          {"pid", kPid},
-          {"tid", tid},
-          {"args", {{"sort_index", tid}}}};
-}
-
-json trace_complete(std::string name, std::string_view category, int tid, TimeNs start_ns,
-                    TimeNs end_ns, json args) {
-  return {{"name", std::move(name)},
-          {"cat", category},
-          {"ph", "X"},
-          {"pid", kPid},
-          {"tid", tid},
-          {"ts", static_cast<double>(start_ns) / 1000.0},
-          {"dur", static_cast<double>(end_ns - start_ns) / 1000.0},
-          {"args", std::move(args)}};
-}
-
-json trace_kernel_args(const LaunchConfig& launch) {
-  return {{"device", 0},
-          {"stream", 0},
-          {"grid", launch.grid},
-          {"block", launch.block},
-          {"registers per thread", launch.registers},
-          {"shared memory", launch.smem_bytes}};
-}
 
 json chrome_trace(const Prediction& p, Simulator& sim) {
   if (!sim.options().record_spans) {
@@ -80,7 +44,7 @@ json chrome_trace(const Prediction& p, Simulator& sim) {
   TimeNs stage_start = 0;
   for (const StagePrediction& s : p.stages) {
     const model::Graph& g = sim.graph(s.stage, p.batch);
-    const StageProfile& prof = sim.stage_profile(s.stage, p.batch);
+    const model::StageProfile& prof = sim.stage_profile(s.stage, p.batch);
     events.push_back(trace_complete(s.stage, "stage", kRegionTid, stage_start,
                                     stage_start + s.time_ns,
                                     {{"batch", p.batch}, {"composition", p.composition}}));
@@ -114,7 +78,7 @@ json chrome_trace(const Prediction& p, Simulator& sim) {
         }
       } else {
         for (const Span& span : r.spans) {
-          const ConvKernel& k = *prof.op(span.op)->conv;
+          const model::ConvKernel& k = *prof.op(span.op)->conv;
           json args = trace_kernel_args(k.launch);
           args["op"] = g.op(span.op).name;
           args["provider"] = k.provider;
@@ -132,21 +96,6 @@ json chrome_trace(const Prediction& p, Simulator& sim) {
             {"model", p.model},
             {"batch", p.batch},
             {"composition", p.composition}}}};
-}
-
-std::string trace_text(const json& trace) {
-  std::string text = "{";
-  for (const auto& [key, value] : trace.items()) {
-    if (key == "traceEvents") continue;
-    text += json(key).dump() + ": " + value.dump() + ",\n";
-  }
-  text += "\"traceEvents\": [";
-  const json& events = trace.at("traceEvents");
-  for (size_t i = 0; i < events.size(); ++i) {
-    text += (i == 0 ? "\n" : ",\n") + events[i].dump();
-  }
-  text += "\n]}\n";
-  return text;
 }
 
 }  // namespace megacut::simulator

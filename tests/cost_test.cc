@@ -81,14 +81,14 @@ TEST(CostTest, GraphLaunchFitOfOneSizeIsAConstant) {
 
 TEST(CostTest, RegionConfigLargestMemberDecidesWithinTheRegisterFile) {
   // 512 threads and 168 registers would need 86,016 registers; 65,536 / 512 = 128 remain.
-  const std::vector<RegionConfig> members{{512, 96, 48 * 1024}, {128, 168, 16 * 1024}};
-  const RegionConfig c = predict_region_config(members, 65536);
-  EXPECT_EQ(c, (RegionConfig{512, 128, 48 * 1024}));
+  const std::vector<model::RegionConfig> members{{512, 96, 48 * 1024}, {128, 168, 16 * 1024}};
+  const model::RegionConfig c = predict_region_config(members, 65536);
+  EXPECT_EQ(c, (model::RegionConfig{512, 128, 48 * 1024}));
   // The attention body had 168 registers, now 128: 168 / 128 = 1.3125 slower; the GEMM is not.
   EXPECT_DOUBLE_EQ(config_slowdown(members[1], c), 1.3125);
   EXPECT_DOUBLE_EQ(config_slowdown(members[0], c), 1.0);
   // Alone, a member keeps its own configuration.
-  EXPECT_EQ(predict_region_config(std::vector<RegionConfig>{members[1]}, 65536), members[1]);
+  EXPECT_EQ(predict_region_config(std::vector<model::RegionConfig>{members[1]}, 65536), members[1]);
 }
 
 }  // namespace

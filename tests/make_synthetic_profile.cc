@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     std::stringstream list(argv[2]);
     for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoll(item));
     const auto profile = megacut::testing::synthetic_profile(argv[1], batches, std::stoll(argv[3]));
-    megacut::simulator::write_profile(profile, argv[4]);
+    megacut::model::write_profile(profile, argv[4]);
   } catch (const std::exception& e) {
     std::cerr << "make_synthetic_profile: " << e.what() << "\n";
     return 1;

@@ -11,10 +11,11 @@
 #include <iostream>
 
 #include "model/error.h"
+#include "model/profile.h"
 #include "model/stats.h"
+#include "model/trace_events.h"
 #include "planner/plan.h"
 #include "planner/validation.h"
-#include "simulator/profile.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
 
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const megacut::simulator::Profile profile = megacut::simulator::read_profile(argv[1]);
+    const megacut::model::Profile profile = megacut::model::read_profile(argv[1]);
     const mp::Plan plan = mp::make_plan(profile, {.batches = {1, 2}, .top_k = 2, .threads = 1});
     mp::Validation v;
     v.model = profile.model_name;
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
         megacut::model::uniform_composition(sim.stage_shapes(1), megacut::model::RegionKind::conv);
     const std::filesystem::path trace =
         std::filesystem::path(argv[1]).parent_path() / "trace-b1.json";
-    std::ofstream(trace) << megacut::simulator::trace_text(
+    std::ofstream(trace) << megacut::model::trace_text(
         megacut::simulator::chrome_trace(sim.simulate(conv, 1), sim));
     std::filesystem::create_directories(argv[2]);
     const std::filesystem::path out = std::filesystem::path(argv[2]) / "validation.json";

@@ -16,7 +16,7 @@ namespace {
 
 void bench(const char* model, const testing::SyntheticDevice& device) {
   const std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32};
-  const simulator::Profile profile = testing::synthetic_profile(model, batches, 128, device);
+  const model::Profile profile = testing::synthetic_profile(model, batches, 128, device);
   const auto start = std::chrono::steady_clock::now();
   const planner::Plan plan = planner::make_plan(profile, {});
   const double seconds =

@@ -22,9 +22,9 @@ namespace {
 
 using model::constant_stats;
 using model::parse_batch_list;
+using model::Profile;
 using model::Region;
 using model::RegionKind;
-using simulator::Profile;
 
 // One decoder layer (11 ops for llama, 12 for qwen3: the random profiles' 8-token prompt and
 // their decode steps have few rows, so each layer's ops are fused): small enough to enumerate
@@ -53,18 +53,18 @@ Profile random_profile(const std::string& model, const std::vector<int64_t>& bat
   p.micro.region_drain_ns = c(uniform(0, 3000));
   p.micro.counter_signal_to_wait_ns = c(uniform(0, 1500));
   const std::vector<int> threads = {64, 128, 256, 512, 1024};
-  for (simulator::BatchProfile& b : p.batches) {
-    for (simulator::StageProfile& s : b.stages) {
-      for (simulator::OpProfile& op : s.ops) {
+  for (model::BatchProfile& b : p.batches) {
+    for (model::StageProfile& s : b.stages) {
+      for (model::OpProfile& op : s.ops) {
         op.conv->duration_ns = c(uniform(300, 20000));
         if (op.conv->gap_to_next_ns) op.conv->gap_to_next_ns = c(uniform(0, 3000));
         const double solo = uniform(50, 6000), shared = uniform(0, 1500);
-        for (simulator::TaskBenchmark& t : op.tasks) {
+        for (model::TaskBenchmark& t : op.tasks) {
           t.duration_ns = c((solo + shared * std::min(t.ctas, 8)) * uniform(0.9, 1.1));
         }
-        op.task_region = simulator::RegionConfig{threads[rng() % threads.size()],
-                                                 static_cast<int>(uniform(24, 255)),
-                                                 static_cast<int64_t>(uniform(0, 64 * 1024))};
+        op.task_region =
+            model::RegionConfig{threads[rng() % threads.size()], static_cast<int>(uniform(24, 255)),
+                                static_cast<int64_t>(uniform(0, 64 * 1024))};
       }
     }
   }
@@ -145,10 +145,10 @@ TEST(RegionEvaluatorTest, LongRegionsOnAManySmDeviceMatchFreshSimulations) {
 // The evaluator runs megakernels itself, without Simulator::simulate_region: a time past 2^53
 // ns there names the profile, batch, stage and regions too.
 TEST(RegionEvaluatorTest, TimesPast2To53NsNameWhereTheyArise) {
-  simulator::Profile p = testing::synthetic_profile("tiny-llama", {1}, 16);
-  for (simulator::StageProfile& s : p.batches[0].stages) {
+  model::Profile p = testing::synthetic_profile("tiny-llama", {1}, 16);
+  for (model::StageProfile& s : p.batches[0].stages) {
     if (s.stage != "decode") continue;
-    for (simulator::TaskBenchmark& t : s.ops.at(9).tasks) {
+    for (model::TaskBenchmark& t : s.ops.at(9).tasks) {
       t.duration_ns = model::constant_stats(1e300);
     }
   }
@@ -207,8 +207,8 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
 // node: a fixed 4 us, `node_ns` a node, and `excess_ns` a node of tracing (a 512-node chain's
 // traced span that much longer than its back-to-back replay).
 void add_launch_sweep(Profile& p, double node_ns, double excess_ns) {
-  for (simulator::BatchProfile& b : p.batches) {
-    simulator::GraphLaunchPoint chain{512, constant_stats(4000 + 512 * node_ns)};
+  for (model::BatchProfile& b : p.batches) {
+    model::GraphLaunchPoint chain{512, constant_stats(4000 + 512 * node_ns)};
     chain.span_ns = constant_stats(512 * 3000 + 512 * excess_ns);
     chain.back_to_back_ns = constant_stats(512 * 3000);
     b.graph_launch_by_nodes = {{1, constant_stats(4000 + node_ns)}, chain};
@@ -432,18 +432,18 @@ TEST(SearchTest, ExhaustiveRefusesLargeStages) {
 // Scales one batch's conventional kernels (and gaps) and task benchmarks: > 1 makes that way
 // of running slower. Uniform standalone configurations keep regions free of register limits.
 void scale_batch(Profile& p, int64_t batch, double conv, double mk) {
-  for (simulator::BatchProfile& b : p.batches) {
+  for (model::BatchProfile& b : p.batches) {
     if (b.batch != batch) continue;
-    for (simulator::StageProfile& s : b.stages) {
-      for (simulator::OpProfile& op : s.ops) {
+    for (model::StageProfile& s : b.stages) {
+      for (model::OpProfile& op : s.ops) {
         op.conv->duration_ns = constant_stats(std::round(op.conv->duration_ns.p50 * conv));
         if (op.conv->gap_to_next_ns) {
           op.conv->gap_to_next_ns = constant_stats(std::round(op.conv->gap_to_next_ns->p50 * conv));
         }
-        for (simulator::TaskBenchmark& t : op.tasks) {
+        for (model::TaskBenchmark& t : op.tasks) {
           t.duration_ns = constant_stats(std::round(t.duration_ns.p50 * mk));
         }
-        op.task_region = simulator::RegionConfig{128, 40, 0};
+        op.task_region = model::RegionConfig{128, 40, 0};
       }
     }
   }

@@ -1,5 +1,5 @@
 // profile.json: round trip, and errors that name the file and the field.
-#include "simulator/profile.h"
+#include "model/profile.h"
 
 #include <gtest/gtest.h>
 
@@ -16,14 +16,14 @@
 namespace megacut::simulator {
 namespace {
 
-const Profile& tiny() {
-  static const Profile p = testing::synthetic_profile("tiny-llama", {1, 4}, 16);
+const model::Profile& tiny() {
+  static const model::Profile p = testing::synthetic_profile("tiny-llama", {1, 4}, 16);
   return p;
 }
 
 std::string error_of(const nlohmann::json& j) {
   try {
-    profile_from_json(j, "llama.json");
+    model::profile_from_json(j, "llama.json");
   } catch (const Error& e) {
     return e.what();
   }
@@ -45,18 +45,18 @@ void expect_errors(const nlohmann::json& good, const std::vector<ProfileEdit>& e
 }
 
 TEST(ProfileTest, JsonRoundTrip) {
-  const nlohmann::json j = profile_to_json(tiny());
+  const nlohmann::json j = model::profile_to_json(tiny());
   EXPECT_EQ(j["schema"], "megacut.profile/1");
-  const Profile back = profile_from_json(j, "tiny.json");
+  const model::Profile back = model::profile_from_json(j, "tiny.json");
   EXPECT_TRUE(back.same_content(tiny()));
   EXPECT_EQ(back.source, "tiny.json");
-  EXPECT_EQ(profile_to_json(back), j);
+  EXPECT_EQ(model::profile_to_json(back), j);
 }
 
 TEST(ProfileTest, FileRoundTrip) {
   const auto path = std::filesystem::temp_directory_path() / "megacut_profile_test.json";
-  write_profile(tiny(), path);
-  const Profile back = read_profile(path);
+  model::write_profile(tiny(), path);
+  const model::Profile back = model::read_profile(path);
   std::filesystem::remove(path);
   EXPECT_TRUE(back.same_content(tiny()));
   EXPECT_EQ(back.batch_sizes(), (std::vector<int64_t>{1, 4}));
@@ -64,15 +64,15 @@ TEST(ProfileTest, FileRoundTrip) {
 }
 
 TEST(ProfileTest, StandaloneKernelTimesRoundTripAndMayBeAbsent) {
-  Profile p = tiny();
-  ConvKernel& conv = *p.batches[0].stages[1].ops[3].conv;
+  model::Profile p = tiny();
+  model::ConvKernel& conv = *p.batches[0].stages[1].ops[3].conv;
   EXPECT_FALSE(conv.standalone_cold_ns.has_value());
   conv.standalone_cold_ns = model::compute_stats(std::vector<double>{2500, 2600, 2550}, "ns");
   conv.standalone_warm_ns = conv.duration_ns;
-  const nlohmann::json j = profile_to_json(p);
+  const nlohmann::json j = model::profile_to_json(p);
   EXPECT_TRUE(j["batches"][0]["stages"][1]["ops"][3]["conv"].contains("standalone_cold_ns"));
   EXPECT_FALSE(j["batches"][0]["stages"][1]["ops"][4]["conv"].contains("standalone_cold_ns"));
-  EXPECT_TRUE(profile_from_json(j, "tiny.json").same_content(p));
+  EXPECT_TRUE(model::profile_from_json(j, "tiny.json").same_content(p));
 
   nlohmann::json bad = j;
   bad["batches"][0]["stages"][1]["ops"][3]["conv"]["standalone_warm_ns"].erase("p50");
@@ -83,20 +83,20 @@ TEST(ProfileTest, StandaloneKernelTimesRoundTripAndMayBeAbsent) {
 // The synthetic profile's task benchmarks carry a region startup; a profile without it reads
 // back without it, and one in a unit other than ns names the field.
 TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {
-  Profile p = tiny();
-  const TaskBenchmark& t = p.batches[0].stages[1].ops[3].tasks.at(0);
+  model::Profile p = tiny();
+  const model::TaskBenchmark& t = p.batches[0].stages[1].ops[3].tasks.at(0);
   ASSERT_TRUE(t.startup_ns.has_value());
-  nlohmann::json j = profile_to_json(p);
+  nlohmann::json j = model::profile_to_json(p);
   nlohmann::json& task = j["batches"][0]["stages"][1]["ops"][3]["tasks"][0];
   ASSERT_TRUE(task.contains("startup_ns"));
-  EXPECT_TRUE(profile_from_json(j, "tiny.json").same_content(p));
+  EXPECT_TRUE(model::profile_from_json(j, "tiny.json").same_content(p));
 
   task.erase("startup_ns");
-  const Profile without = profile_from_json(j, "tiny.json");
+  const model::Profile without = model::profile_from_json(j, "tiny.json");
   EXPECT_FALSE(without.batches[0].stages[1].ops[3].tasks.at(0).startup_ns.has_value());
   EXPECT_TRUE(without.batches[0].stages[1].ops[3].tasks.at(1).startup_ns.has_value());
 
-  nlohmann::json bad = profile_to_json(p);
+  nlohmann::json bad = model::profile_to_json(p);
   bad["batches"][0]["stages"][1]["ops"][3]["tasks"][0]["startup_ns"]["unit"] = "ms";
   EXPECT_EQ(error_of(bad),
             "llama.json: field 'batches[0].stages[1].ops[3].tasks[0].startup_ns.unit': expected "
@@ -104,14 +104,14 @@ TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {
 }
 
 TEST(ProfileTest, MissingStatisticNamesFileAndField) {
-  nlohmann::json j = profile_to_json(tiny());
+  nlohmann::json j = model::profile_to_json(tiny());
   j["batches"][1]["stages"][0]["ops"][17]["conv"]["duration_ns"].erase("p50");
   EXPECT_EQ(error_of(j),
             "llama.json: field 'batches[1].stages[0].ops[17].conv.duration_ns.p50': missing");
 }
 
 TEST(ProfileTest, BadFieldsNameFileAndField) {
-  const nlohmann::json good = profile_to_json(tiny());
+  const nlohmann::json good = model::profile_to_json(tiny());
   const std::vector<ProfileEdit> cases{
       {[](auto& j) { j["schema"] = "megacut.profile/0"; },
        "llama.json: field 'schema': expected \"megacut.profile/1\", got \"megacut.profile/0\""},
@@ -154,7 +154,7 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
 // Numbers a measurement cannot give, which the simulator would scale and sum into times that
 // wrap or divide by: each names its field, as read, before any graph is built.
 TEST(ProfileTest, ImplausibleNumbersNameTheField) {
-  const nlohmann::json good = profile_to_json(tiny());
+  const nlohmann::json good = model::profile_to_json(tiny());
   const std::string op = "batches[0].stages[0].ops[2]";
   const auto at_op = [](nlohmann::json& j) -> nlohmann::json& {
     return j["batches"][0]["stages"][0]["ops"][2];
@@ -215,8 +215,8 @@ TEST(ProfileTest, ImplausibleNumbersNameTheField) {
   expect_errors(good, cases);
 }
 
-Profile with_launch_sweep() {
-  Profile p = tiny();
+model::Profile with_launch_sweep() {
+  model::Profile p = tiny();
   p.micro.graph_launch_by_nodes = {{1, model::constant_stats(4000)},
                                    {64, model::constant_stats(9000)},
                                    {512, model::constant_stats(40000)}};
@@ -228,27 +228,27 @@ Profile with_launch_sweep() {
 }
 
 TEST(ProfileTest, GraphLaunchByNodesRoundTripsAndMayBeAbsent) {
-  const nlohmann::json j = profile_to_json(with_launch_sweep());
+  const nlohmann::json j = model::profile_to_json(with_launch_sweep());
   ASSERT_TRUE(j["micro"].contains("graph_launch_by_nodes"));
   EXPECT_EQ(j["micro"]["graph_launch_by_nodes"][1]["nodes"], 64);
   EXPECT_EQ(j["batches"][1]["graph_launch_by_nodes"][1]["nodes"], 512);
   EXPECT_FALSE(j["batches"][0].contains("graph_launch_by_nodes"));
   EXPECT_EQ(j["batches"][1]["graph_launch_by_nodes"][1]["back_to_back_ns"]["p50"], 600000);
   EXPECT_FALSE(j["batches"][1]["graph_launch_by_nodes"][0].contains("back_to_back_ns"));
-  const Profile back = profile_from_json(j, "sweep.json");
+  const model::Profile back = model::profile_from_json(j, "sweep.json");
   EXPECT_TRUE(back.same_content(with_launch_sweep()));
   EXPECT_EQ(back.micro.graph_launch_by_nodes, with_launch_sweep().micro.graph_launch_by_nodes);
   EXPECT_EQ(back.batches, with_launch_sweep().batches);
   // Profiles that predate it have no such field, and read back without points.
-  const nlohmann::json old = profile_to_json(tiny());
+  const nlohmann::json old = model::profile_to_json(tiny());
   EXPECT_FALSE(old["micro"].contains("graph_launch_by_nodes"));
-  const Profile old_back = profile_from_json(old, "old.json");
+  const model::Profile old_back = model::profile_from_json(old, "old.json");
   EXPECT_TRUE(old_back.micro.graph_launch_by_nodes.empty());
   EXPECT_TRUE(old_back.batches[1].graph_launch_by_nodes.empty());
 }
 
 TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
-  const nlohmann::json good = profile_to_json(with_launch_sweep());
+  const nlohmann::json good = model::profile_to_json(with_launch_sweep());
   const std::vector<ProfileEdit> cases{
       {[](auto& j) { j["micro"]["graph_launch_by_nodes"][2]["nodes"] = 64; },
        "llama.json: field 'micro.graph_launch_by_nodes[2].nodes': node counts must increase"},
@@ -278,13 +278,13 @@ TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
 }
 
 TEST(ProfileTest, ReadingAMissingFileSaysWhich) {
-  EXPECT_THROW(read_profile("/nonexistent/llama.json"), Error);
+  EXPECT_THROW(model::read_profile("/nonexistent/llama.json"), Error);
 }
 
 // One check of a batch against the profile, made from the profile alone (no graph is built).
 TEST(ProfileTest, CheckBatchSaysWhatTheProfileMeasured) {
   const auto error_of = [](int64_t batch, bool interpolate) {
-    return testing::error_of([&] { check_batch(tiny(), batch, interpolate); });
+    return testing::error_of([&] { model::check_batch(tiny(), batch, interpolate); });
   };
   EXPECT_EQ(error_of(1, false), "");
   EXPECT_EQ(error_of(2, true), "");

@@ -186,7 +186,7 @@ TEST(ReportTest, PlotDataInMillisecondsWithNullsForWhatIsMissing) {
 
 // A validation of tiny-llama at batch 1 whose predictions come from `profile`, as
 // predict_candidates makes them: all conv, all mk, a mixed one with PDL, one unpredicted.
-ReportModel predicted_model(const simulator::Profile& profile) {
+ReportModel predicted_model(const model::Profile& profile) {
   std::vector<Candidate> list;
   add_candidate(list, "conv", model::uniform_composition(kShapes, RegionKind::conv));
   add_candidate(list, "mk", model::uniform_composition(kShapes, RegionKind::mk));
@@ -203,7 +203,7 @@ ReportModel predicted_model(const simulator::Profile& profile) {
 }
 
 TEST(ReportTest, CoverageFromSimulatingTheCandidatesAgain) {
-  const simulator::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
+  const model::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
   ReportModel m = predicted_model(profile);
   add_coverage(m, profile);
   EXPECT_TRUE(m.notes.empty()) << m.notes.front();
@@ -223,7 +223,7 @@ TEST(ReportTest, CoverageFromSimulatingTheCandidatesAgain) {
 }
 
 TEST(ReportTest, CoverageNotesAMovedPredictionAnotherModelAndAMissingBatch) {
-  const simulator::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
+  const model::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
   // The conv candidate recorded at 1.1 times what the profile now predicts: it moved by
   // 0.1 / 1.1 = 9.1% of the recorded value.
   ReportModel moved = predicted_model(profile);
@@ -236,7 +236,7 @@ TEST(ReportTest, CoverageNotesAMovedPredictionAnotherModelAndAMissingBatch) {
       << moved.notes[0];
   EXPECT_EQ(moved.coverage[0][0], 0.0);
 
-  simulator::Profile other = profile;
+  model::Profile other = profile;
   other.model_name = "tiny-qwen3";
   ReportModel wrong = predicted_model(profile);
   add_coverage(wrong, other);

@@ -20,15 +20,15 @@ using model::RegionKind;
 
 constexpr int64_t kPrompt = 16;
 
-Profile tiny(const std::string& model = "tiny-llama") {
+model::Profile tiny(const std::string& model = "tiny-llama") {
   return testing::synthetic_profile(model, {1, 2, 4}, kPrompt);
 }
 
 // Every conventional kernel takes `kernel_ns`, every gap between kernels `gap_ns`.
-Profile uniform_conv(Profile p, double kernel_ns, double gap_ns) {
-  for (BatchProfile& b : p.batches) {
-    for (StageProfile& s : b.stages) {
-      for (OpProfile& op : s.ops) {
+model::Profile uniform_conv(model::Profile p, double kernel_ns, double gap_ns) {
+  for (model::BatchProfile& b : p.batches) {
+    for (model::StageProfile& s : b.stages) {
+      for (model::OpProfile& op : s.ops) {
         op.conv->duration_ns = constant_stats(kernel_ns);
         if (op.conv->gap_to_next_ns) op.conv->gap_to_next_ns = constant_stats(gap_ns);
       }
@@ -37,12 +37,12 @@ Profile uniform_conv(Profile p, double kernel_ns, double gap_ns) {
   return p;
 }
 
-OpProfile& op_of(Profile& p, int64_t batch, const std::string& stage, int op) {
-  for (BatchProfile& b : p.batches) {
+model::OpProfile& op_of(model::Profile& p, int64_t batch, const std::string& stage, int op) {
+  for (model::BatchProfile& b : p.batches) {
     if (b.batch != batch) continue;
-    for (StageProfile& s : b.stages) {
+    for (model::StageProfile& s : b.stages) {
       if (s.stage != stage) continue;
-      for (OpProfile& o : s.ops) {
+      for (model::OpProfile& o : s.ops) {
         if (o.index == op) return o;
       }
     }
@@ -77,8 +77,9 @@ TEST(SimulatorTest, SplittingAConventionalRegionChangesNothing) {
 TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
   // mk[6:7] is one op: 20 tiles of tiny-llama's decode gate_up (layer 0's, its norm fused),
   // 1 µs each at any CTA count (no bandwidth term), over 8 SMs: 3 waves, 3 µs of tasks.
-  Profile q = uniform_conv(tiny(), 1000, 200);
-  for (TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks) t.duration_ns = constant_stats(1000);
+  model::Profile q = uniform_conv(tiny(), 1000, 200);
+  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks)
+    t.duration_ns = constant_stats(1000);
   Simulator sim(std::move(q));
   const Prediction p = sim.simulate(parse(sim, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1);
   const StagePrediction& s = p.stage("decode");
@@ -98,8 +99,9 @@ TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
 
   // With PDL every boundary before one of our kernels pays the 0.3 µs PDL gap: the two at the
   // mk region 2 x 0.5 µs less, the 5 + 10 inside the conv regions 15 x 0.1 µs more.
-  Profile r = uniform_conv(tiny(), 1000, 200);
-  for (TaskBenchmark& t : op_of(r, 1, "decode", 6).tasks) t.duration_ns = constant_stats(1000);
+  model::Profile r = uniform_conv(tiny(), 1000, 200);
+  for (model::TaskBenchmark& t : op_of(r, 1, "decode", 6).tasks)
+    t.duration_ns = constant_stats(1000);
   Simulator pdl(std::move(r), SimOptions{.pdl = true});
   EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1).decode_step_ns,
             s.time_ns - 1000 + 1500);
@@ -109,7 +111,7 @@ TEST(SimulatorTest, ConventionalRegionAddsMeans) {
   // Op 5's kernel usually takes 1 µs but now and then much longer: p50 1 µs, mean 1.3 µs; the
   // gap after op 7 likewise, p50 0.2 µs, mean 0.5 µs. A stage of many such terms adds their
   // means: 25.4 µs + 0.3 µs + 0.3 µs = 26 µs.
-  Profile q = uniform_conv(tiny(), 1000, 200);
+  model::Profile q = uniform_conv(tiny(), 1000, 200);
   op_of(q, 1, "decode", 5).conv->duration_ns.mean = 1300;
   op_of(q, 1, "decode", 7).conv->gap_to_next_ns->mean = 500;
   Simulator sim(std::move(q));
@@ -117,7 +119,7 @@ TEST(SimulatorTest, ConventionalRegionAddsMeans) {
 }
 
 // The graph-launch sweep of a profile: launch(n) = 4 µs + 50 ns per node, measured exactly.
-Profile with_launch_sweep(Profile p) {
+model::Profile with_launch_sweep(model::Profile p) {
   p.micro.graph_launch_by_nodes.clear();
   for (int64_t n : {1, 16, 64, 256}) {
     p.micro.graph_launch_by_nodes.push_back({n, constant_stats(4000.0 + 50.0 * n)});
@@ -138,7 +140,7 @@ TEST(SimulatorTest, GraphLaunchGrowsWithTheStageGraphsNodes) {
 
   // An op that runs two kernels (cuBLASLt's split-K GEMM, here layer 0's gate_up) is two
   // nodes: 50 ns more.
-  Profile two = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  model::Profile two = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
   op_of(two, 1, "decode", 6).conv->kernel = "gemm_main + gemm_reduce";
   Simulator sim2(std::move(two));
   EXPECT_EQ(sim2.simulate(parse(sim2, "conv", 1), 1).decode_step_ns, 26350);
@@ -149,8 +151,8 @@ TEST(SimulatorTest, ABatchsOwnLaunchSweepComesFirst) {
   // says 6 µs + 100 ns per node, batch 4's 8 µs + 200 ns. Batch 2's decode (18 nodes) launches in
   // 6 µs + 1.8 µs = 7.8 µs; batch 1, with no sweep of its own, in 4.9 µs; batch 3, interpolated
   // half way, in 7 µs + 18 x 150 ns = 9.7 µs.
-  Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
-  for (BatchProfile& b : q.batches) {
+  model::Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  for (model::BatchProfile& b : q.batches) {
     if (b.batch == 1) continue;
     const double fixed = b.batch == 2 ? 6000 : 8000, per_node = b.batch == 2 ? 100 : 200;
     for (int64_t n : {1, 64}) {
@@ -170,8 +172,9 @@ TEST(SimulatorTest, EachRegionPaysTheLaunchOfItsOwnNodes) {
   // mk[6:7]: 0.8 µs gap + 1 x 50 ns + 3.5 µs launch and startup + 3 µs of tasks + 1 µs drain
   // = 8.35 µs;
   // conv[7:18]: 0.8 µs + 11 x 50 ns + 11 x 1 µs + 10 x 0.2 µs = 14.35 µs.
-  Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
-  for (TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks) t.duration_ns = constant_stats(1000);
+  model::Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
+  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks)
+    t.duration_ns = constant_stats(1000);
   Simulator sim(std::move(q));
   const Prediction p = sim.simulate(parse(sim, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1);
   const StagePrediction& s = p.stage("decode");
@@ -261,7 +264,7 @@ TEST(SimulatorTest, MixedRegionGetsThePredictedConfiguration) {
   const auto r =
       sim.simulate_region("decode", 1, Region{RegionKind::mk, 11, 17}, Boundary::after_conv);
   ASSERT_TRUE(r->config.has_value());
-  EXPECT_EQ(*r->config, (RegionConfig{512, 128, 48 * 1024}));
+  EXPECT_EQ(*r->config, (model::RegionConfig{512, 128, 48 * 1024}));
   EXPECT_EQ(r->register_limited_ops, std::vector<int>{11});
 }
 
@@ -292,7 +295,7 @@ std::string error_of(Simulator& sim, const std::string& composition, int64_t bat
 }
 
 TEST(SimulatorTest, MissingDataNamesOpStageAndBatch) {
-  Profile p = tiny();
+  model::Profile p = tiny();
   op_of(p, 2, "decode", 11).conv.reset();
   op_of(p, 2, "decode", 4).tasks.clear();
   Simulator sim(std::move(p));
@@ -321,7 +324,7 @@ TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
       << message;
   EXPECT_NE(message.find("passes 2^53 ns (104 days)"), std::string::npos) << message;
 
-  Profile p = tiny();
+  model::Profile p = tiny();
   op_of(p, 2, "decode", 5).conv->duration_ns = constant_stats(1e300);
   Simulator one(std::move(p));
   EXPECT_EQ(error_of(one, "decode: conv[0:5] mk[5:18]", 2), "(no error)");
@@ -330,8 +333,9 @@ TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
             "1e+300 ns passes 2^53 ns (104 days): the profile's durations, summed or scaled by "
             "this graph's tiles, are implausible");
 
-  Profile q = tiny();
-  for (TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks) t.duration_ns = constant_stats(1e300);
+  model::Profile q = tiny();
+  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks)
+    t.duration_ns = constant_stats(1e300);
   Simulator tasks(std::move(q));
   const std::string mk = error_of(tasks, "decode: conv[0:3] mk[3:18]", 1);
   EXPECT_EQ(mk.substr(0, mk.find(": a predicted time")),
@@ -340,7 +344,7 @@ TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
 }
 
 TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
-  Profile p = tiny();
+  model::Profile p = tiny();
   op_of(p, 1, "decode", 5).name = "layers.0.attn.out";
   Simulator sim(std::move(p));
   EXPECT_EQ(error_of(sim, "conv", 1),
@@ -350,8 +354,8 @@ TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
 }
 
 TEST(SimulatorTest, ProfileOfOtherTilesIsRejected) {
-  Profile p = tiny();
-  OpProfile& o = op_of(p, 1, "decode", 5);
+  model::Profile p = tiny();
+  model::OpProfile& o = op_of(p, 1, "decode", 5);
   const int64_t tiles = o.tiles;
   ASSERT_GT(tiles, 0);
   o.tiles = tiles + 1;
@@ -365,10 +369,10 @@ TEST(SimulatorTest, ProfileOfOtherTilesIsRejected) {
 }
 
 TEST(SimulatorTest, ProfilesWithoutTileCountsStillRead) {
-  Profile p = tiny();
-  for (BatchProfile& b : p.batches)
-    for (StageProfile& s : b.stages)
-      for (OpProfile& o : s.ops) o.tiles = 0;
+  model::Profile p = tiny();
+  for (model::BatchProfile& b : p.batches)
+    for (model::StageProfile& s : b.stages)
+      for (model::OpProfile& o : s.ops) o.tiles = 0;
   Simulator sim(std::move(p));
   EXPECT_GT(sim.simulate(model::uniform_composition(sim.stage_shapes(1), model::RegionKind::mk), 1)
                 .ttfo_ns,

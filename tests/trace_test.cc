@@ -10,6 +10,7 @@
 
 #include "model/composition.h"
 #include "model/error.h"
+#include "model/trace_events.h"
 #include "tests/support/synthetic_profile.h"
 
 namespace megacut::simulator {
@@ -29,7 +30,7 @@ nlohmann::json small_trace() {
 
 TEST(GoldenTraceTest, SmallTraceMatchesGolden) {
   const std::string path = std::string(MEGACUT_TEST_SOURCE_DIR) + "/golden/simulator_trace.json";
-  const std::string text = trace_text(small_trace());
+  const std::string text = model::trace_text(small_trace());
   if (const char* regen = std::getenv("MEGACUT_REGEN_GOLDEN"); regen && *regen == '1') {
     std::ofstream(path) << text;
     GTEST_SKIP() << "regenerated " << path;
@@ -70,7 +71,7 @@ TEST(TraceTest, EventsAreCompleteSpansOnKnownThreads) {
 
 TEST(TraceTest, TextFormIsTheSameJson) {
   const nlohmann::json trace = small_trace();
-  EXPECT_EQ(nlohmann::json::parse(trace_text(trace)), trace);
+  EXPECT_EQ(nlohmann::json::parse(model::trace_text(trace)), trace);
 }
 
 TEST(TraceTest, NeedsRecordedSpans) {

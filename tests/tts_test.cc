@@ -11,9 +11,9 @@
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/profile.h"
 #include "model/scenario.h"
 #include "planner/plan.h"
-#include "simulator/profile.h"
 #include "simulator/simulator.h"
 #include "tests/support/synthetic_profile.h"
 
@@ -302,7 +302,7 @@ namespace {
 // unless the host falls behind.
 TEST(TtsSimulatorTest, BackToBackRunsHideTheirGraphLaunches) {
   for (const char* name : {"tiny-qwen3-tts", "tiny-llama-hifigan-tts"}) {
-    const Profile profile = testing::synthetic_profile(name, {1, 2}, 16);
+    const model::Profile profile = testing::synthetic_profile(name, {1, 2}, 16);
     EXPECT_EQ(profile.frames, model::kDefaultFrames);
     Simulator sim(profile, {});
     const model::Scenario sc = sim.scenario(2);
@@ -333,10 +333,10 @@ TEST(TtsSimulatorTest, BackToBackRunsHideTheirGraphLaunches) {
 // out: a run alone still takes its stage's time, and each run that follows another at once
 // takes that much less. A traced span shorter than the replay (noise) moves nothing.
 TEST(TtsSimulatorTest, TracingsExcessMovesFromTheGpuToTheLaunch) {
-  const Profile plain = testing::synthetic_profile("tiny-qwen3-tts", {1}, 16);
+  const model::Profile plain = testing::synthetic_profile("tiny-qwen3-tts", {1}, 16);
   auto with_chain = [&](double span_ns, double back_to_back_ns) {
-    Profile p = plain;
-    GraphLaunchPoint chain{512, model::constant_stats(4000)};
+    model::Profile p = plain;
+    model::GraphLaunchPoint chain{512, model::constant_stats(4000)};
     chain.span_ns = model::constant_stats(span_ns);
     chain.back_to_back_ns = model::constant_stats(back_to_back_ns);
     p.batches[0].graph_launch_by_nodes = {{1, model::constant_stats(4000)}, chain};
@@ -373,7 +373,8 @@ TEST(TtsSimulatorTest, TracingsExcessMovesFromTheGpuToTheLaunch) {
 TEST(TtsSimulatorTest, ASlowHostBoundsBackToBackRuns) {
   testing::SyntheticDevice slow;
   slow.graph_launch_ns = 1'000'000;
-  const Profile profile = testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16, slow);
+  const model::Profile profile =
+      testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16, slow);
   Simulator sim(profile, {});
   const model::Scenario sc = sim.scenario(1);
   const Prediction p =
@@ -394,17 +395,18 @@ TEST(TtsSimulatorTest, OneRunTakesItsStagesTime) {
 }
 
 TEST(TtsSimulatorTest, ProfileKeepsItsFrameCount) {
-  Profile profile = testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16);
+  model::Profile profile = testing::synthetic_profile("tiny-llama-hifigan-tts", {1}, 16);
   profile.frames = 6;
-  const Profile back = profile_from_json(profile_to_json(profile), "round trip");
+  const model::Profile back =
+      model::profile_from_json(model::profile_to_json(profile), "round trip");
   EXPECT_EQ(back.frames, 6);
   EXPECT_EQ(Simulator(back, {}).scenario(1).stage("vocoder").seq_len, 6);
 
-  nlohmann::json llm = profile_to_json(testing::synthetic_profile("tiny-llama", {1}, 16));
+  nlohmann::json llm = model::profile_to_json(testing::synthetic_profile("tiny-llama", {1}, 16));
   EXPECT_FALSE(llm.contains("frames"));
   llm["frames"] = 4;
   try {
-    profile_from_json(llm, "p.json");
+    model::profile_from_json(llm, "p.json");
     FAIL() << "no error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("frames"), std::string::npos) << e.what();
@@ -412,7 +414,7 @@ TEST(TtsSimulatorTest, ProfileKeepsItsFrameCount) {
 }
 
 TEST(TtsPlannerTest, PlansEveryStageOfAPipeline) {
-  const Profile profile = testing::synthetic_profile("tiny-qwen3-tts", {1, 4}, 16);
+  const model::Profile profile = testing::synthetic_profile("tiny-qwen3-tts", {1, 4}, 16);
   planner::PlanOptions options;
   options.top_k = 2;
   const planner::Plan plan = planner::make_plan(profile, options);

@@ -76,7 +76,7 @@ TEST(ValidationTest, CandidatesInOrderWithDuplicatesMergedUnderEveryLabel) {
 }
 
 TEST(ValidationTest, PredictionsComeFromTheProfileWithTheCandidatesPdl) {
-  const simulator::Profile profile = testing::synthetic_profile("tiny-llama", {2}, 16);
+  const model::Profile profile = testing::synthetic_profile("tiny-llama", {2}, 16);
   simulator::Simulator plain(profile), pdl(profile, {.pdl = true});
   const std::vector<model::StageShape> shapes = plain.stage_shapes(2);
   const model::Composition mixed = model::parse_composition("prefill: conv[0:5] mk[5:]", shapes);
@@ -101,10 +101,10 @@ TEST(ValidationTest, PredictionsComeFromTheProfileWithTheCandidatesPdl) {
 }
 
 TEST(ValidationTest, ACandidateTheProfileCannotPredictKeepsTheReason) {
-  simulator::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
-  for (simulator::BatchProfile& b : profile.batches) {
-    for (simulator::StageProfile& s : b.stages) {
-      for (simulator::OpProfile& op : s.ops) op.tasks.clear();
+  model::Profile profile = testing::synthetic_profile("tiny-llama", {1}, 16);
+  for (model::BatchProfile& b : profile.batches) {
+    for (model::StageProfile& s : b.stages) {
+      for (model::OpProfile& op : s.ops) op.tasks.clear();
     }
   }
   simulator::Simulator sim(profile);

@@ -2,7 +2,7 @@
 // tags of the calls that launched them and by position in the stage's replay, and every mismatch
 // is an error. On the GPU (skipped without one): tiny-llama's stage graphs traced with CUPTI give
 // one record per launched kernel, each on the right op, with positive, ordered durations; the
-// written profile reads back with simulator::read_profile.
+// written profile reads back with model::read_profile.
 #include "profiler/profiler.h"
 
 #include <gtest/gtest.h>
@@ -20,9 +20,9 @@
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/profile.h"
 #include "profiler/stage_trace.h"
 #include "simulator/cost.h"
-#include "simulator/profile.h"
 #include "tests/gpu/gpu_support.h"
 
 namespace megacut::testing {
@@ -77,9 +77,9 @@ TEST(StageTraceTest, MapsKernelsToOpsByPosition) {
       profiler::map_stage(three_ops(), eager_kernels(), {replay(0), replay(1), replay(2)});
   EXPECT_EQ(t.op_of_position, (std::vector<int>{0, 1, 1, 2}));
   ASSERT_EQ(t.profile.ops.size(), 3u);
-  const simulator::ConvKernel& norm = *t.profile.ops[0].conv;
-  const simulator::ConvKernel& proj = *t.profile.ops[1].conv;
-  const simulator::ConvKernel& argmax = *t.profile.ops[2].conv;
+  const model::ConvKernel& norm = *t.profile.ops[0].conv;
+  const model::ConvKernel& proj = *t.profile.ops[1].conv;
+  const model::ConvKernel& argmax = *t.profile.ops[2].conv;
   EXPECT_EQ(norm.kernel, "norm_kernel");
   EXPECT_EQ(proj.kernel, "gemm_main + gemm_reduce");
   EXPECT_EQ(proj.provider, "cublas");
@@ -341,11 +341,11 @@ TEST(ProfilerGpuTest, TinyLlamaTraceHasOneRecordPerKernelOnItsOp) {
         EXPECT_NE(replay[p].graph_node, 0u) << "a replayed kernel outside its graph";
       }
     }
-    for (const simulator::OpProfile& op : t.profile.ops) {
+    for (const model::OpProfile& op : t.profile.ops) {
       const model::Op& o = g.op(op.index);
       EXPECT_EQ(op.name, o.name);
       const std::string kind(o.kind->name());
-      const simulator::ConvKernel& k = *op.conv;
+      const model::ConvKernel& k = *op.conv;
       // A streamed body's kernel is a persistent grid, a CTA an SM at most; others a CTA a tile.
       const bool streamed = k.kernel.find("stream_kernel<") != std::string::npos;
       EXPECT_TRUE(streamed || k.kernel.find("tile_kernel<") != std::string::npos) << k.kernel;
@@ -383,9 +383,9 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   options.micro.launches = 5;
   options.out = dir / (stem + ".json");
   options.trace = dir / (stem + ".trace.json");
-  const simulator::Profile measured = profiler::run_profile(options);
+  const model::Profile measured = profiler::run_profile(options);
 
-  const simulator::Profile p = simulator::read_profile(options.out);
+  const model::Profile p = model::read_profile(options.out);
   EXPECT_TRUE(p.same_content(measured));
   EXPECT_EQ(p.batch_sizes(), (std::vector<int64_t>{1, 2}));
   int device = 0;
@@ -401,7 +401,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   // The launch sweep, at the start and beside each batch's replays: every size measured. What a
   // launch adds beyond the traced kernels can fall to 0 for long chains (tracing lengthens them
   // about as much as launching them takes), never for one node, and the fit stays positive.
-  auto check_sweep = [](const std::vector<simulator::GraphLaunchPoint>& points, int64_t samples,
+  auto check_sweep = [](const std::vector<model::GraphLaunchPoint>& points, int64_t samples,
                         const std::string& where) {
     ASSERT_GE(points.size(), 2u) << where;
     std::vector<double> nodes, launch_ns;
@@ -418,7 +418,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
     // Every size has its traced span; the long chains their back-to-back replay as well, which
     // takes longer than the launch measured for the same graph and no more than half again the
     // traced span (whether the GPU or the host set its pace, these cannot tell).
-    for (const simulator::GraphLaunchPoint& g : points) {
+    for (const model::GraphLaunchPoint& g : points) {
       ASSERT_TRUE(g.span_ns.has_value()) << where << ", " << g.nodes;
       EXPECT_EQ(g.span_ns->count, samples) << where << ", " << g.nodes;
       EXPECT_EQ(g.back_to_back_ns.has_value(), g.nodes >= 256) << where << ", " << g.nodes;
@@ -429,18 +429,18 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
     }
   };
   check_sweep(p.micro.graph_launch_by_nodes, options.micro.launches, "micro-benchmarks");
-  for (const simulator::BatchProfile& b : p.batches) {
+  for (const model::BatchProfile& b : p.batches) {
     check_sweep(b.graph_launch_by_nodes, options.batch.runs, "batch " + std::to_string(b.batch));
   }
   // Each op alone: its kernel cold and warm, its tasks at each CTA count up to its tile count.
   const std::vector<int> ctas = profiler::default_task_ctas(prop.multiProcessorCount);
   const model::ModelSpec spec = model::load_model("tiny-llama");
   const model::Scenario scenario = model::make_scenario(spec, 1, options.prompt_len);
-  for (const simulator::BatchProfile& b : p.batches) {
-    for (const simulator::StageProfile& s : b.stages) {
+  for (const model::BatchProfile& b : p.batches) {
+    for (const model::StageProfile& s : b.stages) {
       model::Stage stage = scenario.stage(s.stage);
       const model::Graph g = model::build_decoder_stage(spec.decoder, stage, b.batch);
-      for (const simulator::OpProfile& op : s.ops) {
+      for (const model::OpProfile& op : s.ops) {
         SCOPED_TRACE("batch " + std::to_string(b.batch) + " " + s.stage + " " + op.name);
         ASSERT_TRUE(op.conv.has_value());
         ASSERT_TRUE(op.conv->standalone_cold_ns.has_value());
@@ -458,7 +458,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
           if (expected.empty() || expected.back() != capped) expected.push_back(capped);
         }
         std::vector<int> measured;
-        for (const simulator::TaskBenchmark& t : op.tasks) {
+        for (const model::TaskBenchmark& t : op.tasks) {
           measured.push_back(t.ctas);
           EXPECT_GE(t.duration_ns.count, std::min<int64_t>(tiles, 64));
           EXPECT_GT(t.duration_ns.min, 0);
@@ -479,7 +479,7 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   int kernels = 0;
   for (const auto& e : trace.at("traceEvents")) kernels += e.value("cat", "") == "kernel";
   int ops = 0;
-  for (const simulator::StageProfile& s : p.batches.front().stages) ops += s.ops.size();
+  for (const model::StageProfile& s : p.batches.front().stages) ops += s.ops.size();
   EXPECT_EQ(kernels, ops);
   std::filesystem::remove(options.out);
   std::filesystem::remove(options.trace);

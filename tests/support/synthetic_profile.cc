@@ -14,7 +14,7 @@ using model::constant_stats;
 
 // Standalone configurations by kind: GEMMs get wide blocks and shared memory, attention many
 // registers, so regions that mix them exercise the register rule.
-simulator::RegionConfig config_for(std::string_view kind) {
+model::RegionConfig config_for(std::string_view kind) {
   if (kind == "linear" || kind == "lm-head") return {512, 96, 48 * 1024};
   if (kind == "attention") return {128, 168, 16 * 1024};
   return {128, 40, 0};
@@ -22,10 +22,10 @@ simulator::RegionConfig config_for(std::string_view kind) {
 
 }  // namespace
 
-simulator::Profile synthetic_profile(const std::string& name, const std::vector<int64_t>& batches,
-                                     int64_t prompt_len, const SyntheticDevice& d) {
+model::Profile synthetic_profile(const std::string& name, const std::vector<int64_t>& batches,
+                                 int64_t prompt_len, const SyntheticDevice& d) {
   const model::ModelSpec spec = model::load_model(name);
-  simulator::Profile p;
+  model::Profile p;
   p.model_name = spec.name;
   p.model_config = spec.config;
   p.prompt_len = prompt_len;
@@ -50,17 +50,17 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
   for (int64_t batch : batches) {
     const model::Scenario sc = model::make_scenario(spec, batch, prompt_len);
     p.frames = sc.frames;
-    simulator::BatchProfile bp;
+    model::BatchProfile bp;
     bp.batch = batch;
     for (const model::Stage& stage : sc.stages) {
       const model::Graph g = model::build_graph(spec, sc, stage.name);
-      simulator::StageProfile sp;
+      model::StageProfile sp;
       sp.stage = stage.name;
       double graph_ns = static_cast<double>(d.graph_launch_ns);
       for (const model::Op& op : g.ops()) {
         const model::TileCost cost = g.op_cost(op.index);
         const int64_t tiles = op.tiling.count();
-        simulator::OpProfile o;
+        model::OpProfile o;
         o.index = op.index;
         o.name = op.name;
         o.kind = std::string(op.kind->name());
@@ -71,7 +71,7 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
         const double kernel_ns =
             static_cast<double>(d.kernel_overhead_ns) +
             std::max(bytes / d.bytes_per_ns, waves * per_tile_flops / d.flops_per_ns_per_sm);
-        simulator::ConvKernel k;
+        model::ConvKernel k;
         k.kernel = "megacut::" + o.kind + "_kernel";
         k.duration_ns = constant_stats(std::round(kernel_ns));
         if (op.index + 1 < g.op_count()) k.gap_to_next_ns = c(d.kernel_gap_ns);
@@ -87,7 +87,7 @@ simulator::Profile synthetic_profile(const std::string& name, const std::vector<
         const double shared = bytes / static_cast<double>(tiles) / d.bytes_per_ns;
         for (int ctas : cta_counts) {
           const double x = static_cast<double>(std::min<int64_t>(ctas, tiles));
-          simulator::TaskBenchmark t{ctas, constant_stats(solo + shared * x), {}};
+          model::TaskBenchmark t{ctas, constant_stats(solo + shared * x), {}};
           if (d.region_startup_ns > 0) {
             t.startup_ns = constant_stats(static_cast<double>(d.region_startup_ns));
           }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/profile.h"
+#include "model/profile.h"
 
 namespace megacut::testing {
 
@@ -31,7 +31,7 @@ struct SyntheticDevice {
 
 // Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,
 // which the simulator's fit recovers exactly.
-simulator::Profile synthetic_profile(const std::string& model, const std::vector<int64_t>& batches,
-                                     int64_t prompt_len, const SyntheticDevice& device = {});
+model::Profile synthetic_profile(const std::string& model, const std::vector<int64_t>& batches,
+                                 int64_t prompt_len, const SyntheticDevice& device = {});
 
 }  // namespace megacut::testing

@@ -1,4 +1,4 @@
-#include "simulator/profile.h"
+#include "model/profile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "model/scenario.h"
 #include "model/text.h"
 
-namespace megacut::simulator {
+namespace megacut::model {
 namespace {
 
 using nlohmann::json;
@@ -397,4 +397,4 @@ void write_profile(const Profile& profile, const std::filesystem::path& path) {
   model::write_text_file(path, profile_to_json(profile).dump() + "\n");
 }
 
-}  // namespace megacut::simulator
+}  // namespace megacut::model

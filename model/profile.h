@@ -1,6 +1,6 @@
 // The profile: everything measured about one model on one device that the simulator may use,
-// and nothing else. The profiler (GPU side) fills it; the simulator reads only this, never a
-// measurement of the candidate it predicts.
+// and nothing else: the contract between the profiler (GPU side), which fills it, and the
+// simulator, which reads only this, never a measurement of the candidate it predicts.
 //
 // What is measured, and exactly how, so that the profiler and the simulator agree:
 //  - the device's SM count, L2 size, register file per SM, and copy bandwidth (bytes read plus
@@ -29,9 +29,7 @@
 
 #include "model/stats.h"
 
-namespace megacut::simulator {
-
-using model::LatencyStats;
+namespace megacut::model {
 
 inline constexpr std::string_view kProfileSchema = "megacut.profile/1";
 
@@ -204,4 +202,4 @@ Profile read_profile(const std::filesystem::path& path);
 // Written whole or not at all (model::write_file).
 void write_profile(const Profile& profile, const std::filesystem::path& path);
 
-}  // namespace megacut::simulator
+}  // namespace megacut::model
