@@ -154,7 +154,8 @@ struct MegakernelRegion::Impl {
   CUfunction function = nullptr;
   DeviceArray<char> layouts;
   DeviceArray<mk::Task> tasks;
-  DeviceArray<int> queue_begin, deps;
+  DeviceArray<int> queue_begin;
+  DeviceArray<mk::Dep> deps;
   DeviceArray<unsigned long long> counters, arrivals;
   DeviceArray<mk::ErrorRecord> error;
   DeviceArray<mk::TaskTiming> timings;
@@ -286,8 +287,8 @@ struct MegakernelRegion::Impl {
     layouts = DeviceArray<char>(blob);
     tasks = DeviceArray<mk::Task>(table.tasks);
     queue_begin = DeviceArray<int>(table.queue_begin);
-    deps = DeviceArray<int>(table.deps);
-    counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.task_count));
+    deps = DeviceArray<mk::Dep>(table.deps);
+    counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.counter_count()));
     arrivals = DeviceArray<unsigned long long>(1);
     error = DeviceArray<mk::ErrorRecord>(1);
     if (options.timing) {
@@ -386,6 +387,10 @@ void MegakernelRegion::check(cudaStream_t stream) {
   if (e.flag == 0) return;
   CUDA_CHECK(cudaMemset(m.error.get(), 0, sizeof e));
   auto describe = [&](int task) {
+    if (task >= m.table.task_count && task < m.table.counter_count()) {
+      const int op = m.table.op_begin + (task - m.table.task_count);
+      return "the count of op " + std::to_string(op) + " " + m.graph.op(op).name;
+    }
     if (task < 0 || task >= m.table.task_count) return "task " + std::to_string(task);
     const model::TaskRef ref = m.graph.task(m.table.first_task + task);
     return "task " + std::to_string(task) + " (op " + std::to_string(ref.op) + " " +
@@ -393,9 +398,9 @@ void MegakernelRegion::check(cudaStream_t stream) {
   };
   throw Error(m.name + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
               std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
-              describe(e.counter) + " to reach run " + std::to_string(e.target) +
-              " but it stayed at " + std::to_string(e.seen) + " for " +
-              std::to_string(m.options.watchdog_ns / 1000) + " us; the region gave up");
+              describe(e.counter) + " to reach " + std::to_string(e.target) + " but it stayed at " +
+              std::to_string(e.seen) + " for " + std::to_string(m.options.watchdog_ns / 1000) +
+              " us; the region gave up");
 }
 
 const RegionConfig& MegakernelRegion::config() const { return impl_->config; }

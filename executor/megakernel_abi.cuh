@@ -8,11 +8,13 @@ namespace megacut::executor::mk {
 
 // A task's layout is copied into shared memory before its body runs: at most this many bytes.
 inline constexpr int kMaxLayoutBytes = 256;
+// The runtime copies this many of a task's dependency indices into shared memory ahead of it.
+inline constexpr int kMaxPrefetchedDeps = 256;
 
 // One task of a region: which body runs it (a case of the generated kernel's switch), where
 // its layout is (and, for a streamed body, its weights' tensor map), which tile, and its
-// dependencies deps[dep_begin, dep_end) as region-local task indices. A task's counter is its
-// region-local index.
+// dependencies deps[dep_begin, dep_end). A task's counter is its region-local index; once done
+// it also adds one to its op's count, counter op_counter (past the tasks' counters).
 struct Task {
   int index;          // region-local task index (global task id - first task of the region)
   int body;           // case of the kernel's switch
@@ -21,8 +23,16 @@ struct Task {
   int dep_end;
   int map_offset;    // bytes into Params::layouts of the tensor map (64-byte aligned); 0: none
   int layout_bytes;  // at most kMaxLayoutBytes
-  int pad;
+  int op_counter;    // task_count + the op's index in the region
   long long tile;
+};
+
+// A dependency: counter `counter` reaching run * count, where run counts launches of the region
+// from 1. A task's counter (count 1) is set to the run once the task is done; an op's count
+// (count: its tasks) goes up by one with each of its tasks.
+struct Dep {
+  int counter;
+  int count;
 };
 
 // Written once by the first wait that gives up; the host reads and clears it.
@@ -51,8 +61,8 @@ struct Params {
   const char* layouts;           // layout structs, 16-byte aligned each, and tensor maps
   const Task* tasks;             // queue after queue
   const int* queue_begin;        // (gridDim.x + 1): queue q is tasks[queue_begin[q], [q+1])
-  const int* deps;               // region-local task indices
-  unsigned long long* counters;  // one per task, monotonic: the run index once done
+  const Dep* deps;               // the tasks' dependencies (Task::dep_begin, dep_end)
+  unsigned long long* counters;  // one per task, then one per op: monotonic (Dep)
   unsigned long long* arrivals;  // CTAs started over all launches: the run index, times the grid
   ErrorRecord* error;
   TaskTiming* timings;               // one per task, or null

@@ -6,7 +6,9 @@
 // task's dependencies together (thread t for dependencies t, t + kConsumerThreads, ...: one
 // round of acquire loads per kConsumerThreads of them), meet at the runtime's barrier, run the
 // body (threads past its kThreads skip it; the body syncs on the named barrier of its width,
-// tiles/common.cuh), meet again, and thread 0 publishes the task's counter with a release store.
+// tiles/common.cuh), meet again, and the task's counter is published (by the signaler warp
+// where there is one, else by thread 0), and its op's count goes up by one: a task that needs
+// every task of an op waits for that count alone (mk::Dep).
 // Where the region has streamed bodies, one more warp, the producer, walks the same queue and
 // fills the CTA's weight ring (tiles/stream.cuh) with the weights of the tasks ahead, from the
 // region's first instruction on: weights are no kernel's output, so neither the kernels before
@@ -91,19 +93,20 @@ __device__ __forceinline__ void record_hang(const Params& p, int task, int count
   }
 }
 
-// wait_counter's polls and back-off (executor/counters.cuh) for one dependency, bounded by
+// wait_counter's polls and back-off (executor/counters.cuh) for one dependency (Dep), bounded by
 // watchdog_ns of waiting, with a look at the error word between sleeps so that one hung wait
 // stops the whole region at once.
-__device__ __forceinline__ bool wait_dep(const Params& p, int task, int dep,
+__device__ __forceinline__ bool wait_dep(const Params& p, int task, Dep dep,
                                          unsigned long long run) {
-  const uint64_t* counter = reinterpret_cast<const uint64_t*>(p.counters + dep);
-  if (load_acquire(counter) >= run) return true;
+  const uint64_t* counter = reinterpret_cast<const uint64_t*>(p.counters + dep.counter);
+  const unsigned long long target = run * static_cast<unsigned long long>(dep.count);
+  if (load_acquire(counter) >= target) return true;
   const unsigned long long start = tiles::globaltimer_ns();
   unsigned backoff_ns = kBackoffMinNs;
   unsigned long long value = 0;
   for (int poll = 1;; ++poll) {
     value = load_acquire(counter);
-    if (value >= run) return true;
+    if (value >= target) return true;
     if (poll >= kSpinPolls) {
       if (region_failed(p)) return false;
       if (tiles::globaltimer_ns() - start > p.watchdog_ns) break;
@@ -111,7 +114,7 @@ __device__ __forceinline__ bool wait_dep(const Params& p, int task, int dep,
       backoff_ns = min(2 * backoff_ns, kBackoffMaxNs);
     }
   }
-  record_hang(p, task, dep, run, value);
+  record_hang(p, task, dep.counter, target, value);
   return false;
 }
 
@@ -144,27 +147,55 @@ __device__ __forceinline__ void produce_queue(const Params& p, const tiles::Stre
                       [&](unsigned long long waited_ns) { return waited_ns > limit; });
 }
 
-// Task t's layout into `buffer` (shared memory), 16 bytes a thread, with cp.async: one commit
-// group per thread. The blob holds kMaxLayoutBytes past its last layout, so whole chunks may be
-// read.
-__device__ __forceinline__ void fetch_layout(const Params& p, const Task& t, char* buffer) {
+// What the consumers of a task need before it runs, copied into shared memory with cp.async one
+// task ahead (the descriptor two ahead), each thread copying its own entries: thread t copies
+// 16 bytes of the layout, descriptor word t and the task's dependency t. The blob holds
+// kMaxLayoutBytes past its last layout, so whole chunks may be read. Loop state in shared memory
+// rather than in registers: held across the bodies, registers would spill to local memory, whose
+// reloads miss L1 once a dependency wait's acquire has emptied it.
+struct TaskPrefetch {
+  Task tasks[3];                                   // task i in tasks[i % 3]
+  __align__(16) char layouts[2][kMaxLayoutBytes];  // task i's layout in layouts[i % 2]
+  Dep deps[2][kMaxPrefetchedDeps];                 // task i's first dependencies in deps[i % 2]
+};
+
+__device__ __forceinline__ void fetch_task(const Params& p, int index, Task& slot) {
+  constexpr int kWords = static_cast<int>(sizeof(Task) / 4);
+  if (threadIdx.x < kWords) {
+    tiles::cp_async4(reinterpret_cast<int*>(&slot) + threadIdx.x,
+                     reinterpret_cast<const int*>(p.tasks + index) + threadIdx.x);
+  }
+}
+
+__device__ __forceinline__ void fetch_layout_and_deps(const Params& p, const Task& t, char* layout,
+                                                      Dep* deps) {
   const int offset = static_cast<int>(threadIdx.x) * 16;
   if (offset < t.layout_bytes && offset < kMaxLayoutBytes) {
-    tiles::cp_async16(buffer + offset, p.layouts + t.layout_offset + offset, true);
+    tiles::cp_async16(layout + offset, p.layouts + t.layout_offset + offset, true);
   }
-  tiles::cp_async_commit();
+  const int d = t.dep_begin + static_cast<int>(threadIdx.x);
+  if (threadIdx.x < kMaxPrefetchedDeps && d < t.dep_end) {
+    tiles::cp_async8(deps + threadIdx.x, p.deps + d);
+  }
 }
 
 // The signaler (one thread, with streamed bodies): publishes the counters of the tasks the
-// consumers finished (`done` of them, set with a release after their barrier), with one release
-// fence for all those it finds finished at once, so that the fence's wait for the CTA's stores
-// holds up no consumer. Stops early only once the consumers did.
+// consumers finished (`done` of them, set with a release after their barrier) and adds each to
+// its op's count, with one release fence for all those it finds finished at once, so that the
+// fence's wait for the CTA's stores holds up no consumer. It polls `done` without sleeping (a
+// sleep's wake-up is on every hop's path) and reads the counters of the task being run while
+// it runs. Stops early only once the consumers did.
 __device__ __forceinline__ void signal_queue(const Params& p, int first, int last, const int& done,
                                              const unsigned long long& run_index,
                                              const volatile int& stopped) {
   const unsigned long long limit = 4 * p.watchdog_ns;  // the consumers give up well before
   const unsigned done_address = tiles::shared_address(&done);
   unsigned long long idle_since = 0;
+  int index = 0, op_counter = 0;  // task `next`'s counters
+  if (first < last) {
+    index = p.tasks[first].index;
+    op_counter = p.tasks[first].op_counter;
+  }
   for (int next = first; next < last;) {
     int finished;
     asm volatile("ld.acquire.cta.shared.s32 %0, [%1];"
@@ -177,7 +208,6 @@ __device__ __forceinline__ void signal_queue(const Params& p, int first, int las
       const unsigned long long now = tiles::globaltimer_ns();
       if (idle_since == 0) idle_since = now;
       if (now - idle_since > limit) __trap();  // a runtime defect: never hang
-      __nanosleep(32);
       continue;
     }
     idle_since = 0;
@@ -185,25 +215,30 @@ __device__ __forceinline__ void signal_queue(const Params& p, int first, int las
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     const unsigned long long run = *const_cast<const volatile unsigned long long*>(&run_index);
     for (; next < finished; ++next) {
-      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.counters + p.tasks[next].index),
-                   "l"(run)
+      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.counters + index), "l"(run)
                    : "memory");
+      asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(p.counters + op_counter)
+                   : "memory");
+      if (next + 1 < last) {
+        index = p.tasks[next + 1].index;
+        op_counter = p.tasks[next + 1].op_counter;
+      }
     }
   }
 }
 
-// The consumers' part of the region: the queue's tasks, in order. A task's descriptor is read two
-// tasks ahead and its layout copied into shared memory one task ahead, so that neither waits on
-// memory when the task comes (each dependency wait's acquire empties the SM's L1). With a
-// signaler (kSignaler) thread 0 only counts the finished tasks; without, it publishes each one's
-// counter itself.
+// The consumers' part of the region: the queue's tasks, in order. What a task needs before it runs
+// (TaskPrefetch) is copied during the task before, so that neither its dependency wait nor its
+// body waits on memory for it. With a signaler (kSignaler) thread 0 only counts the finished
+// tasks; without, it publishes each one's counter itself.
 template <class Region, bool kSignaler>
 __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
                                           const tiles::StreamRing& ring, int first, int last,
                                           unsigned long long& run_index, int& done,
                                           volatile int& stopped) {
   constexpr int kConsumers = Region::kConsumerThreads;
-  __shared__ __align__(16) char layouts[2][kMaxLayoutBytes];
+  static_assert(kConsumers * 16 >= kMaxLayoutBytes, "one copy a thread");
+  __shared__ TaskPrefetch ahead;
   // Launched with Programmatic Dependent Launch, the region may start while the kernels it
   // reads still run: wait for them (the weight stream reads no kernel's output).
   wait_for_prior_grids();
@@ -211,40 +246,45 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
   // all arrive after launch n - 1's and before launch n + 1's: each finds n * gridDim.x or more
   // arrivals before its own, and fewer than (n + 1) * gridDim.x. Runs count from 1.
   if (threadIdx.x == 0) run_index = atomicAdd(p.arrivals, 1ull) / gridDim.x + 1;
+  if (first < last) fetch_task(p, first, ahead.tasks[0]);
+  if (first + 1 < last) fetch_task(p, first + 1, ahead.tasks[1]);
+  tiles::cp_async_commit();
+  tiles::cp_async_wait<0>();
   consumer_sync<kConsumers>();
+  if (first < last) fetch_layout_and_deps(p, ahead.tasks[0], ahead.layouts[0], ahead.deps[0]);
+  tiles::cp_async_commit();
   const unsigned long long run = run_index;
   tiles::StreamCursor weights{ring, 0, 4 * p.watchdog_ns};
-  Task task{}, next{};
-  if (first < last) {
-    task = p.tasks[first];
-    fetch_layout(p, task, layouts[0]);
-  }
-  if (first + 1 < last) next = p.tasks[first + 1];
   for (int i = first; i < last; ++i) {
     const int k = i - first;
-    if (i + 1 < last) {
-      fetch_layout(p, next, layouts[(k + 1) % 2]);
-    } else {
-      tiles::cp_async_commit();  // an empty group: the wait below leaves only the newest
-    }
-    const Task after = i + 2 < last ? p.tasks[i + 2] : Task{};
+    // This thread's copies for task i (issued during task i - 1) have landed; the barrier below
+    // shows every thread's.
+    tiles::cp_async_wait<0>();
+    const Task& task = ahead.tasks[k % 3];
+    const int dep_begin = task.dep_begin, dep_end = task.dep_end;
     bool ok = true;
-    for (int d = task.dep_begin + static_cast<int>(threadIdx.x); ok && d < task.dep_end;
-         d += kConsumers) {
-      ok = wait_dep(p, task.index, p.deps[d], run);
+    const int mine = dep_begin + static_cast<int>(threadIdx.x);
+    for (int d = mine; ok && d < dep_end; d += kConsumers) {
+      const bool copied = d == mine && threadIdx.x < kMaxPrefetchedDeps;
+      ok = wait_dep(p, task.index, copied ? ahead.deps[k % 2][threadIdx.x] : p.deps[d], run);
     }
-    tiles::cp_async_wait<1>();  // this task's layout; the next one's may still be in flight
     if (!consumer_sync_and<kConsumers>(ok)) {
-      tiles::cp_async_wait<0>();
       if (threadIdx.x == 0) stopped = 1;
       return;
     }
+    // Task i + 1's layout and dependencies, and task i + 2's descriptor, while task i runs.
+    if (i + 1 < last) {
+      fetch_layout_and_deps(p, ahead.tasks[(k + 1) % 3], ahead.layouts[(k + 1) % 2],
+                            ahead.deps[(k + 1) % 2]);
+    }
+    if (i + 2 < last) fetch_task(p, i + 2, ahead.tasks[(k + 2) % 3]);
+    tiles::cp_async_commit();
 #ifdef MEGACUT_MK_TIMING
     if (threadIdx.x == 0 && p.timings != nullptr) {
       p.timings[task.index].start_ns = tiles::globaltimer_ns();
     }
 #endif
-    Region::run(layouts[k % 2], task, smem, weights);
+    Region::run(ahead.layouts[k % 2], task, smem, weights);
     consumer_sync<kConsumers>();
     if (threadIdx.x == 0) {
 #ifdef MEGACUT_MK_TIMING
@@ -261,10 +301,9 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
       } else {
         __threadfence();
         signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
+        atomicAdd(p.counters + task.op_counter, 1ull);
       }
     }
-    task = next;
-    next = after;
   }
   tiles::cp_async_wait<0>();
   // The next kernel may launch once every CTA is past its queue (with Programmatic Dependent

@@ -1,5 +1,6 @@
 #include "executor/megakernel_schedule.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "model/error.h"
@@ -32,9 +33,15 @@ TaskTable make_task_table(const model::Graph& graph, const model::Schedule& sche
       mk::Task task{};
       task.index = static_cast<int>(id - t.first_task);
       task.tile = graph.task(id).tile;
+      task.op_counter = t.task_count + (t.op_of_task[task.index] - t.op_begin);
       task.dep_begin = static_cast<int>(t.deps.size());
       for (int64_t w = waits.offsets[task.index]; w < waits.offsets[task.index + 1]; ++w) {
-        t.deps.push_back(static_cast<int>(waits.deps[w] - t.first_task));
+        t.deps.push_back({static_cast<int>(waits.deps[w] - t.first_task), 1});
+      }
+      for (int64_t w = waits.op_offsets[task.index]; w < waits.op_offsets[task.index + 1]; ++w) {
+        const int op = waits.ops[w];
+        t.deps.push_back(
+            {t.task_count + (op - t.op_begin), static_cast<int>(graph.op(op).tiling.count())});
       }
       task.dep_end = static_cast<int>(t.deps.size());
       t.tasks.push_back(task);
@@ -50,6 +57,19 @@ std::string find_deadlock(const TaskTable& t) {
   if (t.queue_begin.empty() || t.queue_begin.front() != 0 ||
       t.queue_begin.back() != static_cast<int>(t.tasks.size())) {
     return where + "queue offsets do not cover the task list";
+  }
+  if (static_cast<int>(t.op_of_task.size()) != t.task_count) {
+    return where + "the op of each task is not known";
+  }
+  // Per op of the region: its tasks and its last task.
+  std::vector<int> op_tasks(t.op_end - t.op_begin, 0), op_last(t.op_end - t.op_begin, -1);
+  for (int i = 0; i < t.task_count; ++i) {
+    const int slot = t.op_of_task[i] - t.op_begin;
+    if (slot < 0 || slot >= t.op_end - t.op_begin) {
+      return where + "task " + std::to_string(i) + " is of no op of the region";
+    }
+    ++op_tasks[slot];
+    op_last[slot] = std::max(op_last[slot], i);
   }
   std::vector<int> seen(t.task_count, 0);
   for (int q = 0; q < t.queue_count(); ++q) {
@@ -70,10 +90,26 @@ std::string find_deadlock(const TaskTable& t) {
           task.dep_end > static_cast<int>(t.deps.size())) {
         return where + name + " has a bad dependency range";
       }
+      if (task.op_counter != t.task_count + (t.op_of_task[task.index] - t.op_begin)) {
+        return where + name + " adds to the count of another op than its own";
+      }
       for (int d = task.dep_begin; d < task.dep_end; ++d) {
-        const int dep = t.deps[d];
-        if (dep < 0 || dep >= task.index) {
-          return where + name + " waits for task " + std::to_string(dep) +
+        const mk::Dep dep = t.deps[d];
+        if (dep.counter >= t.task_count && dep.counter < t.counter_count()) {
+          // An op's count: every task of the op comes before this one, and the count is theirs.
+          const int slot = dep.counter - t.task_count, op = t.op_begin + slot;
+          if (op_last[slot] >= task.index) {
+            return where + name + " waits for op " + std::to_string(op) + ", whose task " +
+                   std::to_string(op_last[slot]) + " is not an earlier task";
+          }
+          if (dep.count != op_tasks[slot]) {
+            return where + name + " waits for op " + std::to_string(op) + " to count " +
+                   std::to_string(dep.count) + " tasks of its " + std::to_string(op_tasks[slot]);
+          }
+          continue;
+        }
+        if (dep.counter < 0 || dep.counter >= task.index || dep.count != 1) {
+          return where + name + " waits for task " + std::to_string(dep.counter) +
                  ", which is not an earlier task of the region";
         }
       }

@@ -69,13 +69,17 @@ Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues)
 namespace {
 
 // Walks every queue of `schedule` in order and calls wait(task, dep) for each dependency a task
-// waits for (TaskWaits says which), the task region-local.
-template <class Wait>
-void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait) {
+// waits for, and wait_op(task, op) for each op it waits for whole (TaskWaits says which), the
+// task region-local.
+template <class Wait, class WaitOp>
+void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitOp&& wait_op) {
   const TaskId first = graph.first_task(schedule.op_begin),
                last = graph.first_task(schedule.op_end);
   // done[i] == q: queue q ran task first + i or waited for it (queues are walked one at a time).
   std::vector<int> done(last - first, -1);
+  std::vector<int> whole_done(schedule.op_end - schedule.op_begin, -1);  // likewise, whole ops
+  std::vector<int64_t> per_op(schedule.op_end - schedule.op_begin, 0);
+  std::vector<TaskId> deps;
   for (int q = 0; q < schedule.queue_count(); ++q) {
     for (TaskId id : schedule.queues[q]) {
       if (id < first || id >= last) {
@@ -83,13 +87,34 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait) {
                     " is outside the region's tasks [" + std::to_string(first) + ", " +
                     std::to_string(last) + ")");
       }
+      deps.clear();
       for (auto [it, end] = boost::in_edges(static_cast<uint32_t>(id), graph.tiles()); it != end;
            ++it) {
         const TaskId dep = boost::source(*it, graph.tiles());
-        if (dep < first || done[dep - first] == q) continue;
+        if (dep < first) continue;
+        deps.push_back(dep);
+        ++per_op[graph.task(dep).op - schedule.op_begin];
+      }
+      for (TaskId dep : deps) {
+        const int op = graph.task(dep).op, slot = op - schedule.op_begin;
+        const int64_t tiles = graph.op(op).tiling.count();
+        if (tiles >= 2 && per_op[slot] == tiles) {
+          // Every task of the op: one wait for all of them, unless this queue saw them all.
+          if (whole_done[slot] != q) {
+            const TaskId begin = graph.first_task(op) - first;
+            bool seen = true;
+            for (TaskId t = begin; t < begin + tiles; ++t) seen = seen && done[t] == q;
+            if (!seen) wait_op(id - first, op);
+            for (TaskId t = begin; t < begin + tiles; ++t) done[t] = q;
+            whole_done[slot] = q;
+          }
+          continue;
+        }
+        if (done[dep - first] == q) continue;
         wait(id - first, dep);
         done[dep - first] = q;
       }
+      for (TaskId dep : deps) per_op[graph.task(dep).op - schedule.op_begin] = 0;
       done[id - first] = q;
     }
   }
@@ -98,23 +123,34 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait) {
 }  // namespace
 
 TaskWaits task_waits(const Graph& graph, const Schedule& schedule) {
-  std::vector<std::pair<TaskId, TaskId>> waits;  // (region-local task, dep), in walk order
-  walk_waits(graph, schedule, [&](TaskId task, TaskId dep) { waits.emplace_back(task, dep); });
-  TaskWaits w;
+  // (region-local task, dep) and (region-local task, op), in walk order.
+  std::vector<std::pair<TaskId, TaskId>> waits;
+  std::vector<std::pair<TaskId, int>> op_waits;
+  walk_waits(
+      graph, schedule, [&](TaskId task, TaskId dep) { waits.emplace_back(task, dep); },
+      [&](TaskId task, int op) { op_waits.emplace_back(task, op); });
   const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
-  w.offsets.assign(static_cast<size_t>(tasks) + 1, 0);
-  for (const auto& [task, dep] : waits) ++w.offsets[task + 1];
-  for (size_t i = 1; i < w.offsets.size(); ++i) w.offsets[i] += w.offsets[i - 1];
-  w.deps.resize(waits.size());
-  std::vector<int64_t> next(w.offsets.begin(), w.offsets.end() - 1);
-  for (const auto& [task, dep] : waits) w.deps[next[task]++] = dep;
+  // Lists by task from (task, value) pairs: offsets (tasks + 1) and values.
+  auto by_task = [tasks](const auto& pairs, std::vector<int64_t>& offsets, auto& values) {
+    offsets.assign(static_cast<size_t>(tasks) + 1, 0);
+    for (const auto& [task, value] : pairs) ++offsets[task + 1];
+    for (size_t i = 1; i < offsets.size(); ++i) offsets[i] += offsets[i - 1];
+    values.resize(pairs.size());
+    std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+    for (const auto& [task, value] : pairs) values[next[task]++] = value;
+  };
+  TaskWaits w;
+  by_task(waits, w.offsets, w.deps);
+  by_task(op_waits, w.op_offsets, w.ops);
   return w;
 }
 
 std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule) {
   const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
   std::vector<int32_t> counts(static_cast<size_t>(tasks), 0);
-  walk_waits(graph, schedule, [&](TaskId task, TaskId) { ++counts[task]; });
+  walk_waits(
+      graph, schedule, [&](TaskId task, TaskId) { ++counts[task]; },
+      [&](TaskId task, int) { ++counts[task]; });
   return counts;
 }
 

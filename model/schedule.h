@@ -32,17 +32,24 @@ Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues)
 // the region that no earlier task of its queue ran or waited for. A queue runs in order and a
 // task starts only once its waits are over, so what its queue ran or saw done before is done;
 // a wait for it again would only cost the poll. Dependencies before the region are left out
-// too: the kernel boundary orders them. By region-local task (task id minus the region's first
-// task).
+// too: the kernel boundary orders them. A task that depends on every task of an op of the
+// region (of two or more tasks: a linear after a norm, lm-head's argmax) waits once for the
+// op's count, which each of its tasks adds to, instead of for each task: one poll in place of
+// hundreds, all of which would land on the same few lines of L2. By region-local task (task id
+// minus the region's first task).
 struct TaskWaits {
   std::vector<int64_t> offsets;  // (tasks + 1): task i waits for deps[offsets[i], offsets[i + 1])
   std::vector<TaskId> deps;      // task ids
+  std::vector<int64_t> op_offsets;  // (tasks + 1): and for every task of ops[op_offsets[i], ...)
+  std::vector<int> ops;             // op indices
 
-  int64_t count(int64_t task) const { return offsets[task + 1] - offsets[task]; }
+  int64_t count(int64_t task) const {
+    return offsets[task + 1] - offsets[task] + op_offsets[task + 1] - op_offsets[task];
+  }
 };
 
 TaskWaits task_waits(const Graph& graph, const Schedule& schedule);
-// How many dependencies each task waits for (TaskWaits::count of each), without the lists.
+// How many waits each task has (TaskWaits::count of each), without the lists.
 std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule);
 
 // Rough task cost in nanoseconds, used only to balance queues: the simulator uses measured

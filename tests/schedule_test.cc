@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -81,10 +83,12 @@ TEST(ScheduleTest, IndependentTasksSpreadOverQueues) {
 }
 
 // A task waits for exactly its dependencies inside the region that no earlier task of its queue
-// ran or waited for: checked against a set per queue, on random regions and queue counts.
+// ran or waited for, and for an op of two or more tasks all of which it depends on, once for the
+// whole op (unless its queue saw them all): checked against sets per queue, on random regions and
+// queue counts.
 TEST(ScheduleTest, TasksWaitOnlyForWhatTheirQueueHasNotSeenDone) {
   std::mt19937 rng(5);
-  int64_t waits = 0, dropped = 0;
+  int64_t waits = 0, op_waits = 0, dropped = 0;
   for (const char* model : {"tiny-llama", "tiny-qwen3"}) {
     for (const char* stage : {"prefill", "decode"}) {
       const Graph g = tiny(model, stage, 1 + rng() % 5);
@@ -95,50 +99,95 @@ TEST(ScheduleTest, TasksWaitOnlyForWhatTheirQueueHasNotSeenDone) {
         const TaskWaits w = task_waits(g, s);
         const TaskId first = g.first_task(begin);
         ASSERT_EQ(w.offsets.size(), static_cast<size_t>(s.task_count() + 1));
+        ASSERT_EQ(w.op_offsets.size(), static_cast<size_t>(s.task_count() + 1));
         for (const std::vector<TaskId>& queue : s.queues) {
           std::set<TaskId> seen;
+          std::set<int> seen_whole;
           for (TaskId id : queue) {
-            std::set<TaskId> expected;
+            std::map<int, std::set<TaskId>> by_op;
             for (TaskId dep : g.task_deps(id)) {
-              if (dep < first) continue;
-              if (seen.contains(dep)) {
-                ++dropped;
-              } else {
-                expected.insert(dep);
+              if (dep >= first) by_op[g.task(dep).op].insert(dep);
+            }
+            std::set<TaskId> expected;
+            std::set<int> expected_ops;
+            for (const auto& [op, deps] : by_op) {
+              const int64_t tiles = g.op(op).tiling.count();
+              if (tiles >= 2 && static_cast<int64_t>(deps.size()) == tiles) {
+                const bool all_seen =
+                    std::ranges::all_of(deps, [&](TaskId dep) { return seen.contains(dep); });
+                if (!seen_whole.contains(op) && !all_seen) expected_ops.insert(op);
+                seen_whole.insert(op);
+                seen.insert(deps.begin(), deps.end());
+                continue;
+              }
+              for (TaskId dep : deps) {
+                if (seen.contains(dep)) {
+                  ++dropped;
+                } else {
+                  expected.insert(dep);
+                }
               }
             }
-            const std::set<TaskId> got(w.deps.begin() + w.offsets[id - first],
-                                       w.deps.begin() + w.offsets[id - first + 1]);
+            const int64_t i = id - first;
+            const std::set<TaskId> got(w.deps.begin() + w.offsets[i],
+                                       w.deps.begin() + w.offsets[i + 1]);
+            const std::set<int> got_ops(w.ops.begin() + w.op_offsets[i],
+                                        w.ops.begin() + w.op_offsets[i + 1]);
             ASSERT_EQ(got, expected) << "task " << id;
-            ASSERT_EQ(w.count(id - first), static_cast<int64_t>(expected.size()));
-            waits += w.count(id - first);
+            ASSERT_EQ(got_ops, expected_ops) << "task " << id;
+            ASSERT_EQ(w.count(i), static_cast<int64_t>(expected.size() + expected_ops.size()));
+            waits += static_cast<int64_t>(expected.size());
+            op_waits += static_cast<int64_t>(expected_ops.size());
             seen.insert(expected.begin(), expected.end());
             seen.insert(id);
           }
+        }
+        ASSERT_EQ(task_wait_counts(g, s).size(), static_cast<size_t>(s.task_count()));
+        for (int64_t i = 0; i < s.task_count(); ++i) {
+          ASSERT_EQ(task_wait_counts(g, s)[i], w.count(i));
         }
       }
     }
   }
   EXPECT_GT(waits, 0);
+  EXPECT_GT(op_waits, 0);
   EXPECT_GT(dropped, 0);
 }
 
 // On one queue every dependency inside the region ran earlier on that queue: nothing to wait for.
-// On many, the decode step's tiles that share one input tile (a linear after its rmsnorm) wait for
-// it once per queue.
+// On many, the decode step's tiles that share one input tile wait for it once per queue, and the
+// linears after a norm over the whole row (norm-linear) wait for the op before once, as a whole.
 TEST(ScheduleTest, OneQueueWaitsForNothingAndSharedInputsAreWaitedForOncePerQueue) {
   const Graph g = tiny("tiny-llama", "decode", 1);
-  EXPECT_TRUE(task_waits(g, make_schedule(g, 0, g.op_count(), 1)).deps.empty());
+  const TaskWaits alone = task_waits(g, make_schedule(g, 0, g.op_count(), 1));
+  EXPECT_TRUE(alone.deps.empty());
+  EXPECT_TRUE(alone.ops.empty());
   const Schedule s = make_schedule(g, 0, g.op_count(), 3);
   const TaskWaits w = task_waits(g, s);
   for (const std::vector<TaskId>& queue : s.queues) {
     std::set<TaskId> waited;
+    std::set<int> waited_ops;
     for (TaskId id : queue) {
       for (int64_t i = w.offsets[id]; i < w.offsets[id + 1]; ++i) {
         EXPECT_TRUE(waited.insert(w.deps[i]).second) << "task " << id << " waits again";
       }
+      for (int64_t i = w.op_offsets[id]; i < w.op_offsets[id + 1]; ++i) {
+        EXPECT_TRUE(waited_ops.insert(w.ops[i]).second) << "task " << id << " waits again";
+      }
     }
   }
+  int norm_linears = 0;
+  for (int op = 0; op < g.op_count(); ++op) {
+    if (g.op(op).kind->name() != "norm-linear" || g.op(op).tiling.count() < 3) continue;
+    ++norm_linears;
+    const int64_t before = g.op(op - 1).tiling.count();
+    for (TaskId id = g.first_task(op); id < g.first_task(op) + g.op(op).tiling.count(); ++id) {
+      const int64_t ops = w.op_offsets[id + 1] - w.op_offsets[id];
+      EXPECT_LE(ops, 1) << "task " << id;
+      if (before >= 2) EXPECT_EQ(w.offsets[id + 1] - w.offsets[id], 0) << "task " << id;
+    }
+  }
+  EXPECT_GT(norm_linears, 0);
 }
 
 TEST(ScheduleTest, RejectsBadRanges) {

@@ -29,7 +29,7 @@ struct ArgmaxTile {
 
   static constexpr int kThreads = 256;
   static constexpr int kWarps = kThreads / 32;
-  static constexpr int kUnroll = 16;  // 16-byte loads in flight per thread, twice in registers
+  static constexpr int kUnroll = 8;  // 16-byte loads in flight per thread, twice in registers
   static constexpr int kNone = 0x7fffffff;
   static_assert((kWarps & (kWarps - 1)) == 0 && kWarps <= 32, "one warp reduces the warps");
 

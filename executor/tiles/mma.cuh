@@ -42,6 +42,17 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* global, bool 
                : "memory");
 }
 
+// 4- and 8-byte global-to-shared copies (table entries), through L1 as .ca requires.
+__device__ __forceinline__ void cp_async4(void* smem, const void* global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(smem)), "l"(global)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async8(void* smem, const void* global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(smem)), "l"(global)
+               : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

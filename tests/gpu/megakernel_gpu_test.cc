@@ -80,7 +80,7 @@ TaskTable waits_on_later_in_own_queue(TaskTable t) {
   const int first = t.queue_begin[0], last = t.queue_begin[1] - 1;
   EXPECT_LT(first, last);
   t.tasks[first].dep_begin = static_cast<int>(t.deps.size());
-  t.deps.push_back(t.tasks[last].index);
+  t.deps.push_back({t.tasks[last].index, 1});
   t.tasks[first].dep_end = static_cast<int>(t.deps.size());
   return t;
 }
@@ -92,6 +92,27 @@ TEST(MegakernelSchedule, DeadlockCheckRejectsPlantedTables) {
 
   EXPECT_NE(find_deadlock(waits_on_later_in_own_queue(good)).find("not an earlier task"),
             std::string::npos);
+
+  // Waits for op counts: of the task's own op (whose tasks do not all come before it), and of an
+  // earlier op with a count that is not its tasks'.
+  const int last = good.queue_begin[1] - 1;
+  auto waits_for_count = [&](int op, int count) {
+    TaskTable t = good;
+    t.tasks[last].dep_begin = static_cast<int>(t.deps.size());
+    t.deps.push_back({t.task_count + (op - t.op_begin), count});
+    t.tasks[last].dep_end = static_cast<int>(t.deps.size());
+    return t;
+  };
+  const int own = good.op_of_task[good.tasks[last].index];
+  ASSERT_GT(own, good.op_begin);
+  const int tiles = static_cast<int>(g.op(own).tiling.count());
+  EXPECT_NE(find_deadlock(waits_for_count(own, tiles)).find("is not an earlier task"),
+            std::string::npos);
+  EXPECT_NE(find_deadlock(waits_for_count(good.op_begin, 1000)).find("to count 1000 tasks"),
+            std::string::npos);
+  TaskTable wrong_op = good;
+  wrong_op.tasks[0].op_counter += 1;
+  EXPECT_NE(find_deadlock(wrong_op).find("count of another op"), std::string::npos);
 
   TaskTable reversed = good;  // a queue run backwards
   std::reverse(reversed.tasks.begin() + reversed.queue_begin[0],
