@@ -8,7 +8,7 @@ namespace megacut::executor::mk {
 
 // A task's layout is copied into shared memory before its body runs: at most this many bytes.
 inline constexpr int kMaxLayoutBytes = 256;
-// The runtime copies this many of a task's dependency indices into shared memory ahead of it.
+// The runtime copies this many of a task's dependencies (Dep) into shared memory ahead of it.
 inline constexpr int kMaxPrefetchedDeps = 256;
 
 // One task of a region: which body runs it (a case of the generated kernel's switch), where

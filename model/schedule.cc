@@ -79,7 +79,7 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
   std::vector<int> done(last - first, -1);
   std::vector<int> whole_done(schedule.op_end - schedule.op_begin, -1);  // likewise, whole ops
   std::vector<int64_t> per_op(schedule.op_end - schedule.op_begin, 0);
-  std::vector<TaskId> deps;
+  std::vector<std::pair<TaskId, int>> deps;  // the task's in the region, with their ops
   for (int q = 0; q < schedule.queue_count(); ++q) {
     for (TaskId id : schedule.queues[q]) {
       if (id < first || id >= last) {
@@ -92,11 +92,12 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
            ++it) {
         const TaskId dep = boost::source(*it, graph.tiles());
         if (dep < first) continue;
-        deps.push_back(dep);
-        ++per_op[graph.task(dep).op - schedule.op_begin];
+        const int op = graph.task(dep).op;
+        deps.emplace_back(dep, op);
+        ++per_op[op - schedule.op_begin];
       }
-      for (TaskId dep : deps) {
-        const int op = graph.task(dep).op, slot = op - schedule.op_begin;
+      for (const auto& [dep, op] : deps) {
+        const int slot = op - schedule.op_begin;
         const int64_t tiles = graph.op(op).tiling.count();
         if (tiles >= 2 && per_op[slot] == tiles) {
           // Every task of the op: one wait for all of them, unless this queue saw them all.
@@ -114,7 +115,7 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
         wait(id - first, dep);
         done[dep - first] = q;
       }
-      for (TaskId dep : deps) per_op[graph.task(dep).op - schedule.op_begin] = 0;
+      for (const auto& [dep, op] : deps) per_op[op - schedule.op_begin] = 0;
       done[id - first] = q;
     }
   }
