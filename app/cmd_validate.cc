@@ -5,7 +5,6 @@
 // (planner/validation.h) go to validation.json and validation.md, rewritten after each batch so
 // that an interrupted sweep keeps what it measured. A progress line shows where the sweep is when
 // stdout is a terminal.
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +18,7 @@
 
 #include "app/commands.h"
 #include "app/terminal.h"
-#include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/megakernel_codegen.h"
 #include "executor/runner.h"
 #include "model/batch_list.h"
@@ -58,19 +57,6 @@ std::string seconds_text(Clock::time_point since) {
 
 std::string percent(const std::optional<double>& fraction) {
   return fraction ? model::percent_text(*fraction) : "-";
-}
-
-struct Device {
-  std::string name;
-  int arch = 0;  // e.g. 90
-};
-
-Device current_device() {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return {prop.name, prop.major * 10 + prop.minor};
 }
 
 void write_outputs(const planner::Validation& v, const fs::path& dir) {
@@ -220,8 +206,9 @@ void print_candidate(Terminal& t, size_t index, size_t count, const planner::Can
 void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario,
                    const executor::HostWeights& weights, executor::RunOptions options,
                    const std::vector<model::StageShape>& shapes, const std::string& profile,
-                   const Device& device, std::vector<planner::CandidateResult>& candidates,
-                   const Sweep& sweep, Terminal& t) {
+                   const executor::DeviceInfo& device,
+                   std::vector<planner::CandidateResult>& candidates, const Sweep& sweep,
+                   Terminal& t) {
   std::vector<size_t> order(candidates.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -308,7 +295,7 @@ void run(const ValidateCommandOptions& o) {
     }
     for (int64_t b : batches) model::check_batch(profile, b, /*allow_interpolate=*/false);
   }
-  const Device device = current_device();
+  const executor::DeviceInfo device = executor::current_device();
   std::error_code error;
   fs::create_directories(out, error);
   if (error) throw Error("--out: cannot make directory " + o.out + " (" + error.message() + ")");

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/driver_entry.h"
 #include "executor/megakernel_bodies.h"
 #include "executor/megakernel_codegen.h"
@@ -107,23 +108,6 @@ class DeviceArray {
   size_t n_ = 0;
 };
 
-struct DeviceShape {
-  int sm_count = 0;
-  int arch = 0;
-  int smem_optin_bytes = 0;  // shared memory a block may have, static and dynamic together
-  int max_dynamic_smem_bytes(int static_bytes) const { return smem_optin_bytes - static_bytes; }
-};
-
-DeviceShape device_shape() {
-  int device = 0;
-  CUDA_CHECK(cudaFree(nullptr));  // the runtime's primary context, which the module loads into
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return {prop.multiProcessorCount, prop.major * 10 + prop.minor,
-          static_cast<int>(prop.sharedMemPerBlockOptin)};
-}
-
 }  // namespace
 
 nlohmann::json RegionConfig::to_json() const {
@@ -176,7 +160,7 @@ struct MegakernelRegion::Impl {
 
   // Compiles (or loads) the kernel and fills the configuration but the grid.
   void compile(const std::vector<RegionBody>& bodies, const std::vector<std::string>& names) {
-    const DeviceShape device = device_shape();
+    const DeviceInfo device = current_device();
     const CompiledKernel k =
         compile_region_kernel(region_kernel_source(names, options.timing), device.arch, name);
     function = load_function(k, name);
@@ -202,7 +186,7 @@ struct MegakernelRegion::Impl {
       config.block_threads += tiles::kRegionProducerThreads;
       config.ring_slots = std::min(
           tiles::kStreamMaxSlots,
-          (device.max_dynamic_smem_bytes(config.static_smem_bytes) - config.dynamic_smem_bytes) /
+          (device.smem_per_block_optin - config.static_smem_bytes - config.dynamic_smem_bytes) /
               tiles::kStreamSlotBytes);
       if (config.ring_slots < 2) {
         throw Error(name + ": its bodies' " + std::to_string(scratch_bytes) +

@@ -11,6 +11,7 @@
 
 #include "executor/bf16.h"
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/stage_launcher.h"
 #include "model/decoder.h"
 #include "model/error.h"
@@ -244,11 +245,7 @@ struct ScenarioRunner::Impl {
     int64_t activation_bytes = 0;
     for (const auto& [key, bytes] : sizes) activation_bytes += align_up(bytes);
 
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    device_name = prop.name;
+    device_name = current_device().name;
     size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const int64_t needed =

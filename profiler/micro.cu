@@ -10,6 +10,7 @@
 
 #include "executor/counters.cuh"
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/runner.h"
 #include "model/error.h"
 #include "profiler/micro.h"
@@ -290,14 +291,11 @@ std::vector<double> clamped(const std::vector<double>& samples, int* negatives) 
 MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options) {
   if (options.launches < 2) throw Error("micro-benchmarks: need at least 2 launches each");
   MicroResult out;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  out.device.name = prop.name;
-  out.device.sm_count = prop.multiProcessorCount;
-  out.device.l2_bytes = prop.l2CacheSize;
-  out.device.registers_per_sm = prop.regsPerMultiprocessor;
+  const executor::DeviceInfo device = executor::current_device();
+  out.device.name = device.name;
+  out.device.sm_count = device.sm_count;
+  out.device.l2_bytes = device.l2_bytes;
+  out.device.registers_per_sm = device.registers_per_sm;
   out.device.copy_bandwidth_gb_per_s = executor::measure_copy_bandwidth() / 1e9;
 
   cudaStream_t stream = nullptr;
@@ -328,7 +326,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, region_kernel, kRegionThreads, 0));
   if (per_sm < 1) throw Error("micro-benchmarks: the region kernel fits no CTA on an SM");
-  const int ctas = prop.multiProcessorCount;
+  const int ctas = device.sm_count;
   DeviceArray<u64> region_entry(ctas), first_task(ctas), last_end(ctas);
   DeviceArray<float> sink(static_cast<size_t>(ctas) * kRegionThreads);
   const RegionLayout region{region_entry.get(), first_task.get(), last_end.get(), sink.get()};
@@ -534,9 +532,8 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
       "; " + std::to_string(negatives) + " samples below zero counted as 0");
 
   // Counter ping-pong, untraced: %globaltimer on one SM only.
-  int smem_optin = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (2 * static_cast<size_t>(smem_optin) <= prop.sharedMemPerMultiprocessor) {
+  const int smem_optin = device.smem_per_block_optin;
+  if (2 * int64_t{smem_optin} <= device.smem_per_sm) {
     throw Error("micro-benchmark counter: cannot keep two CTAs off one SM with shared memory");
   }
   CUDA_CHECK(cudaFuncSetAttribute(pingpong_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
