@@ -2,7 +2,8 @@
 # Conventional execution of Llama-3.2-1B on the GPU at batch 1, 8 and 32 (P = 128), with both
 # linear providers: TTFO and decode step p50 next to the weight-streaming floor (weight bytes /
 # measured copy bandwidth), with achieved GB/s and TFLOP/s. Prints a Markdown table and writes
-# it, with each run's measurement.json, to OUT_DIR.
+# it, with each run's measurement.json, to OUT_DIR, and the table's rows as
+# bench-conventional.json (model, batch, provider, ttfo_p50_ms, decode_p50_ms).
 # Usage: scripts/bench-conventional.sh [MEGACUT_BINARY] [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +37,9 @@ for r in runs:
           f"| {r['prefill_cost']['flops'] / ttfo_s / 1e12:.1f} | {step_s * 1e3:.3f} "
           f"| {decode_bytes / step_s / 1e9:.0f} | {floor_s * 1e3:.3f} | {step_s / floor_s:.2f} "
           f"| {r['tokens_per_s']:.0f} |")
+json.dump([{"model": model, "batch": r["batch"], "provider": r["provider"],
+            "ttfo_p50_ms": r["ttfo"]["p50"], "decode_p50_ms": r["decode_step"]["p50"]}
+           for r in runs], open(os.path.join(out, "bench-conventional.json"), "w"), indent=1)
 print(f"\nCopy bandwidth measured: {runs[0]['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + write). "
       "Decode GB/s counts every byte the tiles must move (model::TileCost).")
 PY

@@ -36,9 +36,7 @@ step configure cmake -S "$root" -B "$build" -G Ninja -DMEGACUT_CUDA=ON -DCMAKE_B
 step build cmake --build "$build" -j "$(nproc)"
 # GPU tests one at a time: they share one device, and timing-sensitive ones must not overlap.
 step ctest ctest --test-dir "$build" --output-on-failure -j 1
-for bench in "$build"/executor/bench_*; do
-  [[ -x "$bench" ]] && step "$(basename "$bench")" "$bench"
-done
+step bench-ops bash "$root/scripts/bench-ops.sh" "$build/executor/bench_ops" "$out"
 if [[ -x "$build/app/megacut" ]] && "$build/app/megacut" run --help >/dev/null 2>&1; then
   step bench-conventional bash "$root/scripts/bench-conventional.sh" "$build/app/megacut" "$out"
   step bench-compositions bash "$root/scripts/bench-compositions.sh" "$build/app/megacut" "$out"

@@ -10,16 +10,24 @@
 // op must move (each input read once, the output written once), the share of the measured
 // device-copy bandwidth, and TFLOP/s.
 //
-// Usage: bench_ops [model] [prompt_len] [batch]
+// Usage: bench_ops [model] [prompt_len] [batch] [--widths] [--json FILE]
+//   --widths: also each linear of the stage re-tiled to every tile width the bodies take (16 to
+//     128 columns), ours only, so that the stage builder's choice can be checked against them.
+//   --json FILE: the rows of every linear and lm-head as a JSON list, {model, batch, stage, op,
+//     m, n, k, provider, tile_cols, tile_body, us, tflops}.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/op_support.h"
 #include "model/config.h"
 #include "model/decoder.h"
@@ -220,6 +228,21 @@ double gemm_ceiling_tflops(KernelContext& context, cudaStream_t stream) {
   return 2.0 * n * n * n / (ms[ms.size() / 2] * 1e-3) / 1e12;
 }
 
+// A graph of one linear, x (rows, k) by W (n, k), cut into 128-row tiles (few rows: one) of
+// `tile_cols` columns: op `o` of the stage re-tiled.
+model::Graph retiled_linear(const model::Graph& g, const model::Op& o, int64_t tile_cols) {
+  const int64_t rows = o.tiling.rows, n = o.tiling.cols, k = model::cols_of(g, o.inputs[0]);
+  model::Graph probe(g.stage(), g.batch());
+  const int x =
+      probe.add_tensor({"x", model::TensorRole::activation, model::DType::bf16, {rows, k}});
+  const int w = probe.add_tensor({"w", model::TensorRole::weight, model::DType::bf16, {n, k}});
+  const int y =
+      probe.add_tensor({"y", model::TensorRole::activation, model::DType::bf16, {rows, n}});
+  probe.add_op(o.name, "linear", {x}, {w}, y, {rows, n, o.tiling.tile_rows, tile_cols}, o.attrs);
+  probe.finalize();
+  return probe;
+}
+
 // The ops worth a row: layer 0's ops and those outside the layer stack.
 std::vector<int> ops_to_time(const model::Graph& g) {
   std::vector<int> ops;
@@ -230,25 +253,42 @@ std::vector<int> ops_to_time(const model::Graph& g) {
 }
 
 int run(int argc, char** argv) {
-  const std::string model_name = argc > 1 ? argv[1] : "llama-3.2-1b";
-  const int64_t prompt_len = argc > 2 ? std::stoll(argv[2]) : 128;
-  const int64_t batch = argc > 3 ? std::stoll(argv[3]) : 1;
+  std::vector<std::string> positional;
+  bool widths = false;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--widths") {
+      widths = true;
+    } else if (arg == "--json") {
+      if (i + 1 == argc) throw std::runtime_error("--json needs a file name");
+      json_path = argv[++i];
+    } else if (arg.starts_with("--")) {
+      throw std::runtime_error("unknown option " + arg +
+                               " (usage: bench_ops [model] [prompt_len] [batch] [--widths] "
+                               "[--json FILE])");
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  const std::string model_name = positional.size() > 0 ? positional[0] : "llama-3.2-1b";
+  const int64_t prompt_len = positional.size() > 1 ? std::stoll(positional[1]) : 128;
+  const int64_t batch = positional.size() > 2 ? std::stoll(positional[2]) : 1;
+  nlohmann::json rows = nlohmann::json::array();
   const model::ModelSpec spec = model::load_model(model_name);
   const model::Scenario scenario = model::make_scenario(spec, batch, prompt_len);
 
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const DeviceInfo device = current_device();
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   KernelContext context;
   prepare_kernels();
   const double copy_gbs = copy_ceiling_gbs(stream);
   const double gemm_tflops = gemm_ceiling_tflops(context, stream);
-  std::printf("bench_ops · %s · %d SMs · L2 %d MB · model %s, batch %lld, prompt %lld\n", prop.name,
-              prop.multiProcessorCount, prop.l2CacheSize >> 20, model_name.c_str(),
-              static_cast<long long>(batch), static_cast<long long>(prompt_len));
+  std::printf("bench_ops · %s · %d SMs · L2 %lld MB · model %s, batch %lld, prompt %lld\n",
+              device.name.c_str(), device.sm_count, static_cast<long long>(device.l2_bytes >> 20),
+              model_name.c_str(), static_cast<long long>(batch),
+              static_cast<long long>(prompt_len));
   std::printf(
       "ceilings: device copy %.0f GB/s (1 GiB, read + write); cuBLASLt bf16 GEMM "
       "8192^3 %.0f TFLOP/s\n",
@@ -261,27 +301,61 @@ int run(int argc, char** argv) {
                 static_cast<long long>(g.op(0).attrs.i("past_len")));
     std::printf("%-24s %-12s %-8s %6s %-44s %9s %8s %6s %8s\n", "op", "kind", "provider", "tiles",
                 "tile body", "us", "GB/s", "%copy", "TFLOP/s");
+    // One row: op `op` of graph `graph` (the stage's, or a re-tiled probe of it, whose row the
+    // table indents by `name_prefix`) by `provider`.
+    auto time_row = [&](const model::Graph& graph, int op, LinearProvider provider,
+                        const OpBuffers& buffers, const char* name_prefix) {
+      const model::Op& o = graph.op(op);
+      const double us = time_op(graph, o, provider, context, buffers, stream);
+      const double gbs = floor_bytes(graph, o) / (us * 1e-6) / 1e9;
+      const double tflops = graph.op_cost(op).flops / (us * 1e-6) / 1e12;
+      const std::string body =
+          provider == LinearProvider::ours ? tile_body_name(graph, op).substr(16) : "cuBLASLt";
+      const std::string name = name_prefix + o.name;
+      std::printf("%-24s %-12s %-8s %6lld %-44s %9.2f %8.0f %5.0f%% %8.2f\n", name.c_str(),
+                  std::string(o.kind->name()).c_str(), std::string(provider_name(provider)).c_str(),
+                  static_cast<long long>(o.tiling.count()), body.c_str(), us, gbs,
+                  100 * gbs / copy_gbs, tflops);
+      if (o.kind->name() == "linear" || o.kind->name() == "lm-head") {
+        rows.push_back({{"model", model_name},
+                        {"batch", batch},
+                        {"stage", stage},
+                        {"op", o.name},
+                        {"m", o.tiling.rows},
+                        {"n", o.tiling.cols},
+                        {"k", model::cols_of(graph, o.inputs[0])},
+                        {"provider", provider_name(provider)},
+                        {"tile_cols", provider == LinearProvider::ours ? o.tiling.tile_cols : 0},
+                        {"tile_body", body},
+                        {"us", us},
+                        {"tflops", tflops}});
+      }
+    };
     for (int op : ops_to_time(g)) {
       const model::Op& o = g.op(op);
       OpBuffers buffers;
-      make_buffers(g, o, prop.l2CacheSize, buffers);
+      make_buffers(g, o, device.l2_bytes, buffers);
       const bool matmul = o.kind->name() == "linear" || o.kind->name() == "lm-head";
       for (LinearProvider provider : {LinearProvider::ours, LinearProvider::cublaslt}) {
         if (provider == LinearProvider::cublaslt && !matmul) continue;
-        const double us = time_op(g, o, provider, context, buffers, stream);
-        const double gbs = floor_bytes(g, o) / (us * 1e-6) / 1e9;
-        const double tflops = g.op_cost(op).flops / (us * 1e-6) / 1e12;
-        const std::string body =
-            provider == LinearProvider::ours ? tile_body_name(g, op).substr(16) : "cuBLASLt";
-        std::printf("%-24s %-12s %-8s %6lld %-44s %9.2f %8.0f %5.0f%% %8.2f\n", o.name.c_str(),
-                    std::string(o.kind->name()).c_str(),
-                    std::string(provider_name(provider)).c_str(),
-                    static_cast<long long>(o.tiling.count()), body.c_str(), us, gbs,
-                    100 * gbs / copy_gbs, tflops);
+        time_row(g, op, provider, buffers, "");
+      }
+      if (!widths || o.kind->name() != "linear") continue;
+      for (int64_t tile_cols : {16, 32, 64, 128}) {
+        if (tile_cols == o.tiling.tile_cols) continue;
+        const model::Graph probe = retiled_linear(g, o, tile_cols);
+        OpBuffers probe_buffers;
+        make_buffers(probe, probe.op(0), device.l2_bytes, probe_buffers);
+        time_row(probe, 0, LinearProvider::ours, probe_buffers, "  ");
       }
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
+  if (!json_path.empty()) {
+    std::ofstream file(json_path);
+    file << rows.dump(1) << "\n";
+    if (!file) throw std::runtime_error("cannot write " + json_path);
+  }
   return 0;
 }
 
