@@ -8,9 +8,9 @@
 // outside the tile's sequences zero-filled, and (b) the weights of every tap, transposed from
 // the checkpoint's layout to (tap, output channel, input channel): read 16 bytes at a time,
 // scattered by 2-byte stores (conv1d) or transposed 8 x 8 in registers and stored 16 bytes at a
-// time (conv-transpose1d); then eight warps run mma.m16n8k16 (f32 accumulate) as linear_mma.cuh
-// does, fragments by ldmatrix from rows padded by 16 bytes (any 8 consecutive rows hit distinct
-// banks, whatever the shift). A tap that falls outside an output row's sequence is zeroed in the
+// time (conv-transpose1d); then eight warps run mma.m16n8k16 (f32 accumulate), fragments by
+// ldmatrix from rows padded by 16 bytes (any 8 consecutive rows hit distinct banks, whatever the
+// shift). A tap that falls outside an output row's sequence is zeroed in the
 // A fragment, row by row.
 //
 // Staging is not overlapped with the multiplies within a CTA (two CTAs per SM overlap each

@@ -1,7 +1,7 @@
 // linear, lm-head and step-head: y = x W^T (bf16 out for linear, f32 logits for the heads). Two
 // bodies share LinearLayout, chosen by the tile's shape: tile_rows <= 64 (decode,
 // matrix-vector-like): LinearStreamTile, bound by the weight stream; tile_rows == 128 (prefill):
-// LinearMmaTile, a tensor-core GEMM with shared-memory staging. Both are templates on the tile
+// LinearMmaTile, a warpgroup-MMA GEMM with shared-memory staging. Both are templates on the tile
 // width (16, 32, 64, 128); the host picks the instantiation (executor/tile_dispatch.cuh) and
 // rejects other shapes (executor/op_support.h).
 #pragma once
