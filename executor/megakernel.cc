@@ -232,8 +232,8 @@ struct MegakernelRegion::Impl {
     if (verify) {
       if (const std::string why = find_deadlock(table); !why.empty()) throw Error(why);
     }
-    // The layouts, 16-byte aligned, each streamed body's tensor map after its layout, 64-byte
-    // aligned (the copy engine's rule); nothing at offset 0 but the first layout.
+    // The layouts, 16-byte aligned, each body's tensor maps after its layout, one after the other
+    // and 64-byte aligned (the copy engine's rule); nothing at offset 0 but the first layout.
     std::vector<char> blob;
     std::vector<int> offset(bodies.size()), map_offset(bodies.size(), 0), body_case(bodies.size());
     auto append = [&](const std::vector<std::byte>& bytes, size_t alignment) {
@@ -250,11 +250,12 @@ struct MegakernelRegion::Impl {
                     std::to_string(mk::kMaxLayoutBytes) + " a task can copy");
       }
       offset[i] = append(bodies[i].layout, 16);
-      if (bodies[i].streamed) {
-        const CUtensorMap map = encode_weight_map(bodies[i].map_shape, name);
+      for (size_t m = 0; m < bodies[i].maps.size(); ++m) {
+        const CUtensorMap map = encode_tensor_map(bodies[i].maps[m], name);
         std::vector<std::byte> bytes(sizeof map);
         std::memcpy(bytes.data(), &map, sizeof map);
-        map_offset[i] = append(bytes, 64);
+        const int at = append(bytes, 64);
+        if (m == 0) map_offset[i] = at;
       }
       body_case[i] = static_cast<int>(std::lower_bound(names.begin(), names.end(), bodies[i].name) -
                                       names.begin());

@@ -21,7 +21,7 @@ struct Task {
   int layout_offset;  // bytes into Params::layouts
   int dep_begin;
   int dep_end;
-  int map_offset;    // bytes into Params::layouts of the tensor map (64-byte aligned); 0: none
+  int map_offset;    // bytes into Params::layouts of the tensor maps (64-byte aligned); 0: none
   int layout_bytes;  // at most kMaxLayoutBytes
   int op_counter;    // task_count + the op's index in the region
   long long tile;

@@ -13,15 +13,17 @@ namespace megacut::executor {
 namespace {
 
 // What the runtime needs of a tile body (see executor/tiles/common.cuh for what it promises).
-// A streamed body's run also takes the CTA's weight cursor (tiles/stream.cuh).
+// A streamed body's run also takes the CTA's weight cursor, a mapped body's its tensor maps
+// (tiles/stream.cuh).
 template <class Body>
 concept TileBody = requires(const typename Body::Layout& layout, long long tile, char* smem,
-                            tiles::StreamCursor& weights) {
+                            tiles::StreamCursor& weights, const char* maps) {
   { Body::kThreads } -> std::convertible_to<int>;
   { Body::smem_bytes(layout) } -> std::convertible_to<int>;
   requires requires {
     Body::run(layout, tile, smem);
-  } ||(tiles::StreamedBody<Body> && requires { Body::run(layout, tile, smem, weights); });
+  } ||(tiles::StreamedBody<Body> && requires { Body::run(layout, tile, smem, weights); }) ||
+      (tiles::MappedBody<Body> && requires { Body::run(layout, tile, smem, maps); });
 };
 
 template <class Body>
@@ -35,7 +37,11 @@ RegionBody describe(const typename Body::Layout& layout) {
   b.streamed = tiles::StreamedBody<Body>;
   if constexpr (tiles::StreamedBody<Body>) {
     static_assert(Body::kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
-    b.map_shape = Body::map_shape(layout);
+    b.maps = {Body::map_shape(layout)};
+  }
+  if constexpr (tiles::MappedBody<Body>) {
+    const tiles::OperandMaps maps = Body::operand_maps(layout);
+    b.maps = {maps.map[0], maps.map[1]};
   }
   b.layout.resize(sizeof layout);
   std::memcpy(b.layout.data(), &layout, sizeof layout);

@@ -23,7 +23,9 @@ struct RegionBody {
   int smem_bytes = 0;             // the body's scratch
   bool streamed = false;          // its weights come through the CTA's ring (tiles/stream.cuh)
   std::vector<std::byte> layout;  // Body::Layout's bytes
-  tiles::StreamMapShape map_shape{};  // a streamed body's weights, for their tensor map
+  // The tensor maps the body reads through, kept one after the other beside its layout: a
+  // streamed body's weights; a mapped body's operands (tiles::MappedBody).
+  std::vector<tiles::StreamMapShape> maps;
 };
 
 // Throws megacut::Error where can_implement fails or a buffer is missing.

@@ -141,11 +141,12 @@ struct Region {
     return {};
   }
 
-  __device__ static void run(const char* layout, const mk::Task& task, char* smem,
-                             megacut::tiles::StreamCursor& weights) {
+  __device__ static void run(const mk::Params& p, const char* layout, const mk::Task& task,
+                             char* smem, megacut::tiles::StreamCursor& weights) {
+    const char* maps = p.layouts + task.map_offset;
     switch (task.body) {
 )";
-  cases("mk::body_run<BODY>(layout, task.tile, smem, weights);\n        break;");
+  cases("mk::body_run<BODY>(layout, task.tile, smem, weights, maps);\n        break;");
   s << R"(    }
   }
 };

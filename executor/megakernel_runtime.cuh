@@ -284,7 +284,7 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
       p.timings[task.index].start_ns = tiles::globaltimer_ns();
     }
 #endif
-    Region::run(ahead.layouts[k % 2], task, smem, weights);
+    Region::run(p, ahead.layouts[k % 2], task, smem, weights);
     consumer_sync<kConsumers>();
     if (threadIdx.x == 0) {
 #ifdef MEGACUT_MK_TIMING
@@ -350,7 +350,8 @@ __device__ void run_region(const Params& p) {
 }
 
 // A body's part of Region::stream and Region::run: streamed bodies take the CTA's weight
-// cursor; the others have nothing to stream.
+// cursor, mapped bodies their tensor maps (beside the layout); the others have nothing to
+// stream.
 using tiles::StreamedBody;
 
 template <class Body>
@@ -365,11 +366,13 @@ __device__ __forceinline__ tiles::StreamPlan body_stream(const char* layout, lon
 
 template <class Body>
 __device__ __forceinline__ void body_run(const char* layout, long long tile, char* smem,
-                                         tiles::StreamCursor& weights) {
+                                         tiles::StreamCursor& weights, const char* maps) {
   if (threadIdx.x >= Body::kThreads) return;
   const typename Body::Layout l = *reinterpret_cast<const typename Body::Layout*>(layout);
   if constexpr (StreamedBody<Body>) {
     Body::run(l, tile, smem, weights);
+  } else if constexpr (tiles::MappedBody<Body>) {
+    Body::run(l, tile, smem, maps);
   } else {
     Body::run(l, tile, smem);
   }

@@ -55,6 +55,14 @@ concept StreamedBody = requires(const typename Body::Layout& l, long long tile, 
   Body::map_shape(l);
 };
 
+// A body that reads its operands through tensor maps in place of pointers (tiles/linear_mma.cuh):
+// operand_maps(layout) says what they describe, and its run(layout, tile, smem, maps) takes
+// their CUtensorMaps, kTensorMapBytes apart, in kernel-parameter or global memory.
+template <class Body>
+concept MappedBody = requires(const typename Body::Layout& l) {
+  Body::operand_maps(l);
+};
+
 // Where a CTA's ring is: `slots` slots of kStreamSlotBytes from `data` (128-byte aligned), and
 // their barriers.
 struct StreamRing {
@@ -97,6 +105,22 @@ __device__ __forceinline__ bool wait_phase(unsigned long long* bar, unsigned par
   }
   return true;
 }
+
+// One bulk tensor copy: the box of the 2-D map at `map` whose first element is (k, row) lands
+// at `dst` (shared memory; 1024-byte aligned for a swizzled map) and completes on the mbarrier
+// at shared address `bar`, which must expect its bytes.
+__device__ __forceinline__ void bulk_tensor_copy(void* dst, const void* map, int k, int row,
+                                                 unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(shared_address(dst)),
+      "l"(map), "r"(k), "r"(row), "r"(bar)
+      : "memory");
+}
+
+// A copy that has not landed after this long never will (a bad tensor map): a defect of ours,
+// which traps rather than hangs.
+inline constexpr unsigned long long kCopyTimeoutNs = 10'000'000'000ull;
 
 // The producer's cache policy for the weight stream: read once, first out of L2, so that
 // activations and the KV cache stay.

@@ -34,11 +34,13 @@ TEST(Nvrtc, CompilesEveryTileBodyTheModelsUse) {
         "kv_append", "linear", "qk_norm", "residual_add", "rmsnorm", "rope", "silu_mul"}) {
     source += "#include \"executor/tiles/" + std::string(header) + ".cuh\"\n";
   }
-  // A streamed body's run also takes the CTA's weight cursor.
+  // A streamed body's run also takes the CTA's weight cursor, a mapped body's its tensor maps.
   source +=
       "template <class B>\n__device__ void run_one(const typename B::Layout& l, char* smem) {\n"
       "  if constexpr (megacut::tiles::StreamedBody<B>) {\n"
       "    megacut::tiles::StreamCursor c{};\n    B::run(l, blockIdx.x, smem, c);\n"
+      "  } else if constexpr (megacut::tiles::MappedBody<B>) {\n"
+      "    B::run(l, blockIdx.x, smem, static_cast<const char*>(nullptr));\n"
       "  } else {\n    B::run(l, blockIdx.x, smem);\n  }\n}\n";
   int k = 0;
   for (const std::string& body : bodies) {

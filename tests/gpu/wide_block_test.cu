@@ -10,6 +10,7 @@
 #include <string>
 
 #include "executor/conventional.h"
+#include "executor/tensor_map.h"
 #include "executor/tile_layouts.cuh"
 #include "tests/gpu/gpu_support.h"
 #include "tests/gpu/op_cases.h"
@@ -18,12 +19,18 @@ namespace megacut::testing {
 namespace {
 
 // A block of kBlockThreads >= Body::kThreads threads; the bound keeps its registers in budget.
+// A mapped body reads its operands through `maps`; the others leave them unused.
 template <class Body, int kBlockThreads>
 __global__ void __launch_bounds__(kBlockThreads, 1)
-    persistent_kernel(const typename Body::Layout layout) {
+    persistent_kernel(const __grid_constant__ executor::OperandMapParams maps,
+                      const typename Body::Layout layout) {
   extern __shared__ __align__(128) char smem[];
   for (long long tile = blockIdx.x; tile < layout.grid.count(); tile += gridDim.x) {
-    Body::run(layout, tile, smem);
+    if constexpr (tiles::MappedBody<Body>) {
+      Body::run(layout, tile, smem, reinterpret_cast<const char*>(&maps));
+    } else {
+      Body::run(layout, tile, smem);
+    }
   }
 }
 
@@ -66,7 +73,11 @@ void check_wide(const model::Graph& g, int op_index, const std::string& body_nam
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   const long long tiles = layout.grid.count();
   const unsigned blocks = static_cast<unsigned>(tiles > 3 ? tiles / 3 : 1);
-  kernel<<<blocks, kBlockThreads, smem_bytes>>>(layout);
+  executor::OperandMapParams maps{};
+  if constexpr (tiles::MappedBody<Body>) {
+    maps = executor::encode_operand_maps(Body::operand_maps(layout), op.name);
+  }
+  kernel<<<blocks, kBlockThreads, smem_bytes>>>(maps, layout);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 
