@@ -39,6 +39,13 @@ const int* step_ptr(const Graph& g, const Op& op, const StageBuffers& b) {
 }  // namespace
 
 tiles::TileGrid tile_grid(const model::Tiling& t) {
+  // TileGrid::box works in 32 bits.
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  if (t.rows >= kLimit || t.cols >= kLimit || t.count() >= kLimit) {
+    throw Error("a tiling of " + str(t.rows) + " x " + str(t.cols) + " in tiles of " +
+                str(t.tile_rows) + " x " + str(t.tile_cols) +
+                " is beyond the tile bodies (rows, columns and tiles each below 2^31)");
+  }
   return {t.rows, t.cols, static_cast<int>(t.tile_rows), static_cast<int>(t.tile_cols)};
 }
 

@@ -41,8 +41,8 @@ struct AttentionDecodeTile {
     const float neg_inf = -__int_as_float(0x7f800000);
 
     for (long long row = box.row_begin; row < box.row_end; ++row) {
-      const long long seq = row / l.seq_len;
-      const int pos = l.past_len + static_cast<int>(row % l.seq_len);
+      const long long seq = static_cast<int>(row) / l.seq_len;  // 32-bit division (rows < 2^31)
+      const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
       const int lo = attention_first_key(l, pos);
       const bf16* keys =
           l.cache + seq * l.capacity * (2 * kv_cols) + kv_head * kHeadDim + d0;  // (keys, ...)

@@ -75,12 +75,18 @@ struct TileGrid {
   __host__ __device__ long long col_tiles() const { return (cols + tile_cols - 1) / tile_cols; }
   __host__ __device__ long long row_tiles() const { return (rows + tile_rows - 1) / tile_rows; }
   __host__ __device__ long long count() const { return row_tiles() * col_tiles(); }
+  // In 32-bit arithmetic: a 64-bit division is a long instruction sequence on the GPU, and
+  // every task's body starts with this one (the host keeps rows, cols and the tile count below
+  // 2^31: executor::tile_grid).
   __host__ __device__ TileBox box(long long tile) const {
-    const long long r = tile / col_tiles();
-    const long long c = tile % col_tiles();
-    const long long row_end = (r + 1) * tile_rows < rows ? (r + 1) * tile_rows : rows;
-    const long long col_end = (c + 1) * tile_cols < cols ? (c + 1) * tile_cols : cols;
-    return TileBox{r * tile_rows, row_end, c * tile_cols, col_end};
+    const int col_count = (static_cast<int>(cols) + tile_cols - 1) / tile_cols;
+    const int r = static_cast<int>(tile) / col_count;
+    const int c = static_cast<int>(tile) - r * col_count;
+    const long long row_begin = static_cast<long long>(r) * tile_rows;
+    const long long col_begin = static_cast<long long>(c) * tile_cols;
+    const long long row_end = row_begin + tile_rows < rows ? row_begin + tile_rows : rows;
+    const long long col_end = col_begin + tile_cols < cols ? col_begin + tile_cols : cols;
+    return TileBox{row_begin, row_end, col_begin, col_end};
   }
 };
 

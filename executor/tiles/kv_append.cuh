@@ -38,8 +38,8 @@ struct KvAppendTile {
       const long long col = box.col_begin + 8 * (i % chunks);
       const bf16* src = col < l.kv_cols ? l.rope_out + row * l.rope_cols + l.q_cols + col
                                         : l.qkv + row * l.qkv_cols + l.q_cols + col;
-      const long long seq = row / l.seq_len;
-      const long long pos = l.past_len + row % l.seq_len;
+      const int seq = static_cast<int>(row) / l.seq_len;  // 32-bit division (rows < 2^31)
+      const long long pos = l.past_len + static_cast<int>(row) % l.seq_len;
       store8(l.cache + (seq * l.capacity + pos) * (2 * l.kv_cols) + col, load8(src));
     }
   }

@@ -27,8 +27,10 @@ struct LinearMmaTile {
   static constexpr int kBlockK = 64;  // one 128-byte swizzled row per tile row
   static constexpr int kXBytes = kRows * kBlockK * 2;
   static constexpr int kStageBytes = kXBytes + kCols * kBlockK * 2;  // x rows, then W rows
-  // Stages: four of 32 KB (128 columns), six of 24 KB (64), eight of 20 or 18 KB (32, 16).
-  static constexpr int kStages = kStageBytes >= 32768 ? 4 : kStageBytes >= 24576 ? 6 : 8;
+  // Stages, the fastest of a sweep over stage counts at the Llama prefill shapes on the H200: five
+  // of 32 KB (128 columns), four of 24 KB (64: two CTAs then fit an SM), eight of 20 or 18 KB (32,
+  // 16).
+  static constexpr int kStages = kStageBytes >= 32768 ? 5 : kStageBytes >= 24576 ? 4 : 8;
   static constexpr int kAccumulators = WarpgroupMma<kCols>::kAccumulators;
   static_assert(kCols == 16 || kCols == 32 || kCols == 64 || kCols == 128, "tile width");
   static_assert(kStageBytes % 1024 == 0, "stages keep the swizzle's 1024-byte alignment");

@@ -153,6 +153,16 @@ struct LinearStreamTile {
       wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
     };
 
+    // Where the tile's outputs take one pass of the block (decode's usual case), the residual
+    // each thread adds is loaded now, so its latency passes while the products run rather than
+    // in the epilogue.
+    const bool one_pass = rows * cols <= kThreads;
+    float early_residual = 0.f;
+    if (l.residual != nullptr && one_pass && static_cast<int>(threadIdx.x) < rows * cols) {
+      const int r = threadIdx.x / cols, c = threadIdx.x % cols;
+      early_residual = __bfloat162float(l.residual[(box.row_begin + r) * l.n + box.col_begin + c]);
+    }
+
     uint4 x[kAhead][2][kN8];
     uint4 scale[kNormed ? kAhead : 1][2];
 #pragma unroll
@@ -229,7 +239,9 @@ struct LinearStreamTile {
       }
       const long long at = (box.row_begin + r) * l.n + box.col_begin + c;
       // As a linear's bf16 output and a residual-add after it would round: the same bits.
-      if (l.residual != nullptr) sum = round_bf16(sum) + __bfloat162float(l.residual[at]);
+      if (l.residual != nullptr) {
+        sum = round_bf16(sum) + (one_pass ? early_residual : __bfloat162float(l.residual[at]));
+      }
       store_out(l.y + at, sum);
     }
     tile_sync<kThreads>();  // shared memory is free again
