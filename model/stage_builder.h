@@ -20,10 +20,10 @@ namespace megacut::model::build {
 // SMs; a stage with many rows (prefill) uses square tiles that suit tensor cores.
 inline constexpr int64_t kFewRows = 64;
 inline constexpr int64_t kGemvCols = 16;
-inline constexpr int64_t kGemvTargetTiles = 128;
+inline constexpr int64_t kGemvTargetTiles = 96;
 inline constexpr int64_t kGemmTileRows = 128;
 inline constexpr int64_t kGemmMaxTileCols = 128;
-inline constexpr int64_t kGemmTargetTiles = 256;
+inline constexpr int64_t kGemmTargetTiles = 96;
 inline constexpr int64_t kRowOpTargetTiles = 128;
 inline constexpr int64_t kElementwiseCols = 512;
 inline constexpr int64_t kElementwiseMinElements = 8192;
@@ -46,10 +46,14 @@ inline int64_t widest_tile_cols(int64_t row_tiles, int64_t cols, int64_t target)
 }
 
 // With few rows (decode), one row tile and the widest columns that still give kGemvTargetTiles
-// tiles, about one an SM: a task streams as many weight rows as it can while each SM has one,
-// and few tasks a CTA mean few per-task costs (the dependency check, the final reduction). With
+// tiles, at most one an SM: a task streams as many weight rows as it can while each SM has one,
+// and few tasks a CTA mean few per-task costs (the dependency check, the final reduction); one
+// round of 96 wide tasks (Llama-3.2-1B's qkv, Qwen3-0.6B's gate_up) beats two rounds of tasks
+// half as wide on the H200 (reports/h200/bench-compositions.md). With
 // many rows, 128-row tiles, the widest that still give kGemmTargetTiles tiles: a short prompt at
-// batch 1 has one row tile, and wide tiles would leave most SMs idle.
+// batch 1 has one row tile, and wide tiles would leave most SMs idle; narrow ones re-read x once
+// per column tile. Measured on the H200 (reports/h200/bench-ops.txt, every width of every Llama
+// prefill linear at 128, 1024 and 4096 rows), a target of 96 picks the fastest width of each.
 inline Tiling linear_tiling(int64_t rows, int64_t cols) {
   if (rows <= kFewRows) return {rows, cols, rows, widest_tile_cols(1, cols, kGemvTargetTiles)};
   const int64_t row_tiles = (rows + kGemmTileRows - 1) / kGemmTileRows;

@@ -61,18 +61,18 @@ TEST(TileBodyName, FollowsTheTileShape) {
   };
   const std::string normed = ", " + ns + "LinearFusion::normed>";
   EXPECT_EQ(name(decode, "layers.0.attn.qkv"),
-            ns + "LinearStreamTile<16, 1, __nv_bfloat16" + normed);
+            ns + "LinearStreamTile<32, 1, __nv_bfloat16" + normed);
   EXPECT_EQ(name(decode32, "layers.0.attn.qkv"),
-            ns + "LinearStreamTile<16, 4, __nv_bfloat16" + normed);
+            ns + "LinearStreamTile<32, 4, __nv_bfloat16" + normed);
   EXPECT_EQ(name(decode, "layers.0.mlp.gate_up"),
             ns + "LinearStreamTile<128, 1, __nv_bfloat16, " + ns + "LinearFusion::normed_glu>");
   EXPECT_EQ(name(decode, "layers.0.attn.o"),
             ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
   EXPECT_EQ(name(decode, "layers.0.mlp.down"),
             ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
-  EXPECT_EQ(name(prefill, "layers.0.attn.qkv"), ns + "LinearMmaTile<16, __nv_bfloat16>");
+  EXPECT_EQ(name(prefill, "layers.0.attn.qkv"), ns + "LinearMmaTile<32, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float>");
-  EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<64, __nv_bfloat16>");
+  EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<128, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "layers.0.attn.attention"), ns + "AttentionDecodeTile<64>");
   EXPECT_EQ(name(prefill, "layers.0.attn.attention"), ns + "AttentionPrefillTile<64>");
   EXPECT_EQ(name(prefill, "final_norm"), ns + "RmsNormTile");
