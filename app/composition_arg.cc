@@ -8,8 +8,11 @@ namespace megacut::app {
 
 planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
                                      const std::vector<model::StageShape>& shapes) {
-  if (!arg.ends_with(".json") || !std::filesystem::exists(arg)) {
-    return {model::parse_composition(arg, shapes), false};
+  if (!arg.ends_with(".json")) return {model::parse_composition(arg, shapes), false};
+  // A name ending in .json is a file, never composition text (whose names have no '.').
+  if (!std::filesystem::exists(arg)) {
+    throw Error(arg + ": no such file (a composition file: a plan.json or a composition's " +
+                "JSON form; or give the text form, e.g. 'prefill: conv; decode: mk')");
   }
   const nlohmann::json json = model::read_json_file(arg);
   if (json.contains("schema") && json["schema"] == planner::kPlanSchema) {

@@ -60,7 +60,9 @@ class Parser {
   std::string word() {
     skip_space();
     const size_t start = pos_;
+    // Bytes of a UTF-8 character count as letters, so that a misspelt name is quoted whole.
     while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   static_cast<unsigned char>(text_[pos_]) >= 0x80 ||
                                    text_[pos_] == '_' || text_[pos_] == '-')) {
       ++pos_;
     }

@@ -49,6 +49,10 @@ TEST(CompositionTest, ErrorsNameTheRegionAndWhy) {
   EXPECT_NE(error_of("decode: mk[0:40]").find("ops 40..49 are in no region"), std::string::npos);
   EXPECT_NE(error_of("verify: mk").find("unknown stage 'verify'"), std::string::npos);
   EXPECT_NE(error_of("decode: fused").find("unknown region kind 'fused'"), std::string::npos);
+  // A name with a non-ASCII letter is quoted whole, not cut at the letter.
+  EXPECT_NE(error_of("d\xc3\xa9code: mk").find("unknown stage 'd\xc3\xa9code'"), std::string::npos);
+  EXPECT_NE(error_of("decode: m\xc3\xa9").find("unknown region kind 'm\xc3\xa9'"),
+            std::string::npos);
   EXPECT_NE(error_of("decode: mk conv").find("needs a range"), std::string::npos);
   EXPECT_NE(error_of("decode: mk[5:2] conv[2:]").find("region 1 (mk[5:2]) is empty or reversed"),
             std::string::npos);
