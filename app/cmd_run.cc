@@ -84,50 +84,25 @@ void print_region_configs(const executor::ScenarioRunner& runner) {
 // `path`, and where each op's tasks ran printed per region.
 void write_task_timing(const std::string& path, const executor::ScenarioRunner& runner,
                        const executor::Measurement& m) {
-  nlohmann::json stages = nlohmann::json::array();
-  int region_count = 0;
-  for (int s = 0; s < runner.stage_count(); ++s) {
-    const model::Graph& graph = runner.stage_graph(s);
-    nlohmann::json regions = nlohmann::json::array();
-    for (const executor::MegakernelRegion* region : runner.mk_regions(s)) {
-      const std::vector<executor::TaskTimingRecord> records = region->read_timings(runner.stream());
-      const std::vector<uint64_t> entries = region->read_cta_entries(runner.stream());
-      const std::vector<profiler::OpTimeline> ops =
-          profiler::op_timelines(region->table(), records, entries);
-      const executor::RegionConfig& c = region->config();
-      std::printf("task timing, region %s mk[%d:%d] on %d CTAs, from its first CTA's start:\n",
-                  graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
-      std::printf("  %4s %-28s %6s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
-                  "last end", "mean task", "mean wait");
-      for (const profiler::OpTimeline& t : ops) {
-        std::printf("  %4d %-28s %6d %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
-                    t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
-                    format_ns(std::llround(t.last_end_ns)).c_str(),
-                    format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
-                    format_ns(std::llround(t.wait_ns / t.tasks)).c_str());
-      }
-      nlohmann::json tasks = nlohmann::json::array();
-      for (const executor::TaskTimingRecord& r : records) {
-        tasks.push_back({{"task", r.task},
-                         {"op", r.op},
-                         {"tile", r.tile},
-                         {"sm", r.sm},
-                         {"block", r.block},
-                         {"start_ns", r.start_ns},
-                         {"end_ns", r.end_ns}});
-      }
-      regions.push_back({{"config", c.to_json()}, {"cta_entry_ns", entries}, {"tasks", tasks}});
-      ++region_count;
+  const std::vector<profiler::RegionTaskTiming> timings = profiler::read_task_timings(runner);
+  for (const profiler::RegionTaskTiming& timing : timings) {
+    const model::Graph& graph = runner.stage_graph(timing.stage);
+    const executor::RegionConfig& c = timing.region->config();
+    std::printf("task timing, region %s mk[%d:%d] on %d CTAs, from its first CTA's start:\n",
+                graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
+    std::printf("  %4s %-28s %6s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
+                "last end", "mean task", "mean wait");
+    for (const profiler::OpTimeline& t : timing.ops) {
+      std::printf("  %4d %-28s %6d %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
+                  t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
+                  format_ns(std::llround(t.last_end_ns)).c_str(),
+                  format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
+                  format_ns(std::llround(t.wait_ns / t.tasks)).c_str());
     }
-    nlohmann::json op_names = nlohmann::json::array();
-    for (const model::Op& op : graph.ops()) op_names.push_back(op.name);
-    stages.push_back({{"stage", graph.stage()}, {"ops", op_names}, {"regions", regions}});
   }
-  nlohmann::json doc = {
-      {"schema", "megacut.task_timing/1"}, {"measurement", m.to_json()}, {"stages", stages}};
-  model::write_text_file(path, doc.dump(1) + "\n");
-  std::printf("task timing records of %d mk regions written to %s%s\n", region_count, path.c_str(),
-              region_count == 0 ? " (the composition has none)" : "");
+  model::write_text_file(path, profiler::task_timing_to_json(runner, timings, m).dump(1) + "\n");
+  std::printf("task timing records of %zu mk regions written to %s%s\n", timings.size(),
+              path.c_str(), timings.empty() ? " (the composition has none)" : "");
 }
 
 void run(const RunCommandOptions& o) {

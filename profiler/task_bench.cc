@@ -103,6 +103,51 @@ std::vector<OpTimeline> op_timelines(const executor::TaskTable& table,
   return ops;
 }
 
+std::vector<RegionTaskTiming> read_task_timings(const executor::ScenarioRunner& runner) {
+  std::vector<RegionTaskTiming> timings;
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    for (const executor::MegakernelRegion* region : runner.mk_regions(s)) {
+      RegionTaskTiming t{.stage = s, .region = region};
+      t.records = region->read_timings(runner.stream());
+      t.cta_entry_ns = region->read_cta_entries(runner.stream());
+      t.ops = op_timelines(region->table(), t.records, t.cta_entry_ns);
+      timings.push_back(std::move(t));
+    }
+  }
+  return timings;
+}
+
+nlohmann::json task_timing_to_json(const executor::ScenarioRunner& runner,
+                                   const std::vector<RegionTaskTiming>& timings,
+                                   const executor::Measurement& measurement) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    const model::Graph& graph = runner.stage_graph(s);
+    nlohmann::json regions = nlohmann::json::array();
+    for (const RegionTaskTiming& t : timings) {
+      if (t.stage != s) continue;
+      nlohmann::json tasks = nlohmann::json::array();
+      for (const executor::TaskTimingRecord& r : t.records) {
+        tasks.push_back({{"task", r.task},
+                         {"op", r.op},
+                         {"tile", r.tile},
+                         {"sm", r.sm},
+                         {"block", r.block},
+                         {"start_ns", r.start_ns},
+                         {"end_ns", r.end_ns}});
+      }
+      regions.push_back({{"config", t.region->config().to_json()},
+                         {"cta_entry_ns", t.cta_entry_ns},
+                         {"tasks", tasks}});
+    }
+    nlohmann::json op_names = nlohmann::json::array();
+    for (const model::Op& op : graph.ops()) op_names.push_back(op.name);
+    stages.push_back({{"stage", graph.stage()}, {"ops", op_names}, {"regions", regions}});
+  }
+  return {
+      {"schema", kTaskTimingSchema}, {"measurement", measurement.to_json()}, {"stages", stages}};
+}
+
 L2Flush::L2Flush() {
   int device = 0, l2 = 0;
   CUDA_CHECK(cudaGetDevice(&device));

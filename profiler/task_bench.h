@@ -14,7 +14,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/megakernel.h"
@@ -62,6 +64,27 @@ struct OpTimeline {
 std::vector<OpTimeline> op_timelines(const executor::TaskTable& table,
                                      const std::vector<executor::TaskTimingRecord>& records,
                                      const std::vector<uint64_t>& cta_entry_ns);
+
+// The task timing records of a run (megacut run --task-timing): every task of the last launch
+// of each mk region of the runner's stages, read back after the run, with where each op's tasks
+// ran.
+struct RegionTaskTiming {
+  int stage = 0;
+  const executor::MegakernelRegion* region = nullptr;
+  std::vector<executor::TaskTimingRecord> records;
+  std::vector<uint64_t> cta_entry_ns;
+  std::vector<OpTimeline> ops;
+};
+
+std::vector<RegionTaskTiming> read_task_timings(const executor::ScenarioRunner& runner);
+
+// Their file ("megacut.task_timing/1"): per stage its op names and regions (configuration, CTA
+// entries, tasks), beside the run's measurement.
+inline constexpr std::string_view kTaskTimingSchema = "megacut.task_timing/1";
+
+nlohmann::json task_timing_to_json(const executor::ScenarioRunner& runner,
+                                   const std::vector<RegionTaskTiming>& timings,
+                                   const executor::Measurement& measurement);
 
 // Launches `stream` work that evicts the device's L2: a memset of twice its size.
 class L2Flush {
