@@ -25,7 +25,7 @@ struct RegionBody {
   std::vector<std::byte> layout;  // Body::Layout's bytes
   // The tensor maps the body reads through, kept one after the other beside its layout: a
   // streamed body's weights; a mapped body's operands (tiles::MappedBody).
-  std::vector<tiles::StreamMapShape> maps;
+  std::vector<tiles::TensorMapShape> maps;
 };
 
 // Throws megacut::Error where can_implement fails or a buffer is missing.

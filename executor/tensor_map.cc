@@ -7,7 +7,7 @@
 
 namespace megacut::executor {
 
-CUtensorMap encode_tensor_map(const tiles::StreamMapShape& shape, const std::string& what) {
+CUtensorMap encode_tensor_map(const tiles::TensorMapShape& shape, const std::string& what) {
   using Encode =
       CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,

@@ -1,5 +1,5 @@
 // The tensor map of a matrix a body reads through the copy engine (tiles/stream_shape.h's
-// StreamMapShape: a weight-streaming body's weights, the GEMM body's x and W): what the copy
+// TensorMapShape: a weight-streaming body's weights, the GEMM body's x and W): what the copy
 // engine needs to cut a row-major bf16 matrix into boxes. A conventional kernel takes it as a
 // kernel parameter; a megakernel region keeps it beside the op's layout.
 #pragma once
@@ -15,7 +15,7 @@ namespace megacut::executor {
 // Throws megacut::Error, naming `what`, where the shape breaks the copy engine's rules (a base or
 // row not 16-byte aligned, a box over 256, a swizzled box row over 128 bytes) or the driver
 // refuses it.
-CUtensorMap encode_tensor_map(const tiles::StreamMapShape& shape, const std::string& what);
+CUtensorMap encode_tensor_map(const tiles::TensorMapShape& shape, const std::string& what);
 
 // A mapped body's tensor maps (tiles::MappedBody), x's then W's, as one kernel parameter: the
 // body reads them where the kernel took them (__grid_constant__).

@@ -46,8 +46,8 @@ struct LinearMmaTile {
   __host__ __device__ static OperandMaps operand_maps(const Layout& l) {
     const long long w_rows = l.step != nullptr ? static_cast<long long>(l.steps) * l.n : l.n;
     OperandMaps m;
-    m.map[0] = StreamMapShape{l.x, l.k, l.grid.rows, kBlockK, kRows, 128};
-    m.map[1] = StreamMapShape{l.w, l.k, w_rows, kBlockK, kCols, 128};
+    m.map[0] = TensorMapShape{l.x, l.k, l.grid.rows, kBlockK, kRows, 128};
+    m.map[1] = TensorMapShape{l.w, l.k, w_rows, kBlockK, kCols, 128};
     return m;
   }
 

@@ -63,7 +63,7 @@ struct LinearStreamTile {
 
   // The matrix the tiles' rows come from: the op's weights (normed_glu: gate, then up); for
   // step-head every step's heads.
-  __host__ __device__ static StreamMapShape map_shape(const Layout& l) {
+  __host__ __device__ static TensorMapShape map_shape(const Layout& l) {
     if constexpr (kGlu) return {l.w, l.k, 2ll * l.n, kBoxK, kCols / 2};
     const long long rows = l.step != nullptr ? static_cast<long long>(l.steps) * l.n : l.n;
     return {l.w, l.k, rows, kBoxK, kCols};

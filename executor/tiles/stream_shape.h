@@ -20,10 +20,10 @@ inline constexpr int kRegionProducerThreads = 128;
 
 // A row-major bf16 matrix of `rows` rows of `k` elements at `base` (16-byte aligned, k a
 // multiple of 8), read by the copy engine in boxes of box_rows rows by box_k elements (each at
-// most 256, box_k a multiple of 8): what a streamed body's tensor map describes. swizzle_bytes
-// 128 lays each box row's 16-byte chunk c at c ^ (row % 8), the layout wgmma reads (box_k * 2
-// is then 128 bytes at most); 0 lays rows as they are.
-struct StreamMapShape {
+// most 256, box_k a multiple of 8): what a tensor map describes (a streamed body's weights, the
+// GEMM body's x and W). swizzle_bytes 128 lays each box row's 16-byte chunk c at c ^ (row % 8),
+// the layout wgmma reads (box_k * 2 is then 128 bytes at most); 0 lays rows as they are.
+struct TensorMapShape {
   const void* base;
   long long k;
   long long rows;
@@ -38,7 +38,7 @@ inline constexpr int kTensorMapBytes = 128;
 
 // The tensor maps a body reads both its operands through (tiles/linear_mma.cuh): x, then W.
 struct OperandMaps {
-  StreamMapShape map[2];
+  TensorMapShape map[2];
 };
 
 }  // namespace megacut::tiles
