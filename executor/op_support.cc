@@ -333,6 +333,34 @@ std::string why_not(const Graph& g, const Op& op) {
     }
     return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
   }
+  if (kind == "qkv-attention") {
+    const int64_t hd = op.attrs.i("head_dim");
+    if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
+    if (std::string h = check_heads(op); !h.empty()) return h;
+    if (t.tile_rows != 1 || t.tile_cols != hd) {
+      return "tiles of " + str(t.tile_rows) + " x " + str(t.tile_cols) +
+             " are not one row of one query head (1 x " + str(hd) + ")";
+    }
+    if (op.attrs.i("seq_len") != 1) {
+      return "seq_len = " + str(op.attrs.i("seq_len")) + ": one new row a sequence only";
+    }
+    const int64_t qkv_cols = (op.attrs.i("heads") + 2 * op.attrs.i("kv_heads")) * hd;
+    if (cols_of(g, op.inputs[0]) != qkv_cols) {
+      return "input has " + str(cols_of(g, op.inputs[0])) + " columns, not qkv's " + str(qkv_cols);
+    }
+    const Tensor& cache = g.tensor(op.inputs[1]);
+    if (cache.shape.size() != 3) return "KV cache '" + cache.name + "' is not 3-D";
+    if (!op.weights.empty()) {
+      if (op.weights.size() != 2) return "has " + str(op.weights.size()) + " weights, not 0 or 2";
+      for (int w : op.weights) {
+        if (std::string e = check_shape(g.tensor(w), {hd}); !e.empty())
+          return "qk-norm weight " + e;
+      }
+      if (!op.attrs.has("eps")) return "has no attr 'eps'";
+    }
+    if (!op.attrs.has("rope_theta")) return "has no attr 'rope_theta'";
+    return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
+  }
   if (kind == "silu-mul" || kind == "residual-add") {
     const std::string dtypes = kind == "silu-mul"
                                    ? check_dtypes(g, op, {DType::bf16}, DType::bf16)
@@ -432,6 +460,9 @@ std::string tile_body_name(const Graph& graph, int op) {
     const AttentionShape s = attention_shape(o);
     if (s.decode) return ns + "AttentionDecodeTile<" + str(s.head_dim) + ">";
     return ns + "AttentionPrefillTile<" + str(s.head_dim) + ">";
+  }
+  if (kind == "qkv-attention") {
+    return ns + "QkvAttentionDecodeTile<" + str(attention_shape(o).head_dim) + ">";
   }
   if (kind == "embedding" || kind == "step-embedding") return ns + "EmbeddingTile";
   if (kind == "rmsnorm") return ns + "RmsNormTile";

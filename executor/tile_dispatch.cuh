@@ -125,6 +125,19 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
   if (kind == "rope") return call<tiles::RopeTile>(visit, rope_layout(g, o, b));
   if (kind == "kv-append") return call<tiles::KvAppendTile>(visit, kv_append_layout(g, o, b));
   if (kind == "attention") return attention(attention_layout(g, o, b), attention_shape(o), visit);
+  if (kind == "qkv-attention") {
+    const tiles::QkvAttentionLayout l = qkv_attention_layout(g, o, b);
+    switch (attention_shape(o).head_dim) {
+      case 16:
+        return call<tiles::QkvAttentionDecodeTile<16>>(visit, l);
+      case 32:
+        return call<tiles::QkvAttentionDecodeTile<32>>(visit, l);
+      case 64:
+        return call<tiles::QkvAttentionDecodeTile<64>>(visit, l);
+      default:
+        return call<tiles::QkvAttentionDecodeTile<128>>(visit, l);
+    }
+  }
   if (kind == "silu-mul") return call<tiles::SiluMulTile>(visit, silu_mul_layout(g, o, b));
   if (kind == "residual-add") {
     return call<tiles::ResidualAddTile>(visit, residual_add_layout(g, o, b));

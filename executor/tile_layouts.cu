@@ -36,6 +36,18 @@ const int* step_ptr(const Graph& g, const Op& op, const StageBuffers& b) {
   return tensor_ptr<const int>(g, op, op.inputs.at(1), b);
 }
 
+// rope's frequencies, from the op's rope_* attrs (model/decoder.cc).
+tiles::RopeFrequencies rope_frequencies(const Op& op) {
+  const bool llama3 = op.attrs.i("rope_llama3") == 1;
+  return {attr_int(op, "head_dim"),
+          static_cast<float>(op.attrs.f("rope_theta")),
+          llama3 ? 1 : 0,
+          llama3 ? static_cast<float>(op.attrs.f("rope_factor")) : 1.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_low_freq_factor")) : 1.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_high_freq_factor")) : 4.f,
+          llama3 ? static_cast<float>(op.attrs.f("rope_original_max_position")) : 8192.f};
+}
+
 }  // namespace
 
 tiles::TileGrid tile_grid(const model::Tiling& t) {
@@ -141,20 +153,13 @@ tiles::QkNormTile::Layout qk_norm_layout(const Graph& g, const Op& op, const Sta
 }
 
 tiles::RopeTile::Layout rope_layout(const Graph& g, const Op& op, const StageBuffers& b) {
-  const bool llama3 = op.attrs.i("rope_llama3") == 1;
   return {tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b),
           tensor_ptr<tiles::bf16>(g, op, op.output, b),
           static_cast<int>(cols_of(g, op.inputs[0])),
           static_cast<int>(op.tiling.cols),
-          attr_int(op, "head_dim"),
           attr_int(op, "seq_len"),
           attr_int(op, "past_len"),
-          static_cast<float>(op.attrs.f("rope_theta")),
-          llama3 ? 1 : 0,
-          llama3 ? static_cast<float>(op.attrs.f("rope_factor")) : 1.f,
-          llama3 ? static_cast<float>(op.attrs.f("rope_low_freq_factor")) : 1.f,
-          llama3 ? static_cast<float>(op.attrs.f("rope_high_freq_factor")) : 4.f,
-          llama3 ? static_cast<float>(op.attrs.f("rope_original_max_position")) : 8192.f,
+          rope_frequencies(op),
           tile_grid(op.tiling)};
 }
 
@@ -188,6 +193,22 @@ tiles::AttentionLayout attention_layout(const Graph& g, const Op& op, const Stag
           kv_capacity(g, op, b),
           static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))),
           tile_grid(op.tiling)};
+}
+
+tiles::QkvAttentionLayout qkv_attention_layout(const Graph& g, const Op& op,
+                                               const StageBuffers& b) {
+  const int hd = attr_int(op, "head_dim");
+  tiles::bf16* cache = tensor_ptr<tiles::bf16>(g, op, op.inputs[1], b);
+  return {{tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b), cache,
+           tensor_ptr<tiles::bf16>(g, op, op.output, b), static_cast<int>(cols_of(g, op.inputs[0])),
+           attr_int(op, "heads"), attr_int(op, "kv_heads"), hd, attr_int(op, "seq_len"),
+           attr_int(op, "past_len"), op.attrs.has("window") ? attr_int(op, "window") : 0,
+           kv_capacity(g, op, b), static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))),
+           tile_grid(op.tiling)},
+          cache,
+          op.weights.empty() ? nullptr : weight_ptr(op, b),
+          op.attrs.has("eps") ? static_cast<float>(op.attrs.f("eps")) : 0.f,
+          rope_frequencies(op)};
 }
 
 tiles::SiluMulTile::Layout silu_mul_layout(const Graph& g, const Op& op, const StageBuffers& b) {

@@ -56,6 +56,8 @@ tiles::RopeTile::Layout rope_layout(const model::Graph&, const model::Op&, const
 tiles::KvAppendTile::Layout kv_append_layout(const model::Graph&, const model::Op&,
                                              const StageBuffers&);
 tiles::AttentionLayout attention_layout(const model::Graph&, const model::Op&, const StageBuffers&);
+tiles::QkvAttentionLayout qkv_attention_layout(const model::Graph&, const model::Op&,
+                                               const StageBuffers&);
 tiles::SiluMulTile::Layout silu_mul_layout(const model::Graph&, const model::Op&,
                                            const StageBuffers&);
 tiles::ResidualAddTile::Layout residual_add_layout(const model::Graph&, const model::Op&,

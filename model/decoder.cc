@@ -29,8 +29,9 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   };
 
   // With few rows (decode) the norms, the silu-mul and the residual adds run inside the linears
-  // around them (norm-linear, linear-residual): 7 ops a layer in place of 12, each a kernel or a
-  // dependency hop fewer. Prefill keeps them apart for the tensor-core GEMM body.
+  // around them (norm-linear, linear-residual), and with one new row a sequence qk-norm, rope and
+  // kv-append inside attention (qkv-attention): 5 ops a layer in place of 12 (13 with qk-norm),
+  // each a kernel or a dependency hop fewer. Prefill keeps them apart for the tensor-core bodies.
   const bool fused = fuses_layer_ops(rows_);
   const Attrs eps{{"eps", c.rms_norm_eps}};
   // A linear whose input is `in` normalized by the norm weight `norm`: fused, or two ops.
@@ -56,31 +57,42 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
                 qkv);
 
   const Attrs heads{{"heads", double(nh)}, {"kv_heads", double(nkv)}, {"head_dim", double(hd)}};
-  const Tiling head_tiling = row_tiling((nh + nkv) * hd, hd, kHeadOpMinElements);
-  int rope_in = qkv;
-  if (c.qk_norm) {
-    rope_in = activation(n + "qk_norm", (nh + nkv) * hd);
-    Attrs a = heads;
-    a.set("eps", c.rms_norm_eps);
-    op("attn.qk_norm", "qk-norm", {qkv},
-       {weight(w + "self_attn.q_norm.weight", {hd}), weight(w + "self_attn.k_norm.weight", {hd})},
-       rope_in, head_tiling, a);
-  }
-  const int rotated = activation(n + "rope", (nh + nkv) * hd);
-  op("attn.rope", "rope", {rope_in}, {}, rotated, head_tiling, rope_attrs(c, heads));
-
   const int cache = g_.add_tensor({n + "kv_cache",
                                    TensorRole::state,
                                    DType::bf16,
                                    {batch_, stage_.past_len + stage_.seq_len, 2 * nkv * hd}});
-  op("attn.kv_append", "kv-append", {rotated, qkv}, {}, cache,
-     row_tiling(2 * nkv * hd, hd, kHeadOpMinElements), heads);
-
   const int attn = activation(n + "attn", nh * hd);
   Attrs attention_attrs = heads;
   if (window > 0) attention_attrs.set("window", double(window));
-  op("attn.attention", "attention", {rotated, cache}, {}, attn, attention_tiling(nh, nkv, hd),
-     attention_attrs);
+  std::vector<int> qk_norm_weights;
+  if (c.qk_norm) {
+    qk_norm_weights = {weight(w + "self_attn.q_norm.weight", {hd}),
+                       weight(w + "self_attn.k_norm.weight", {hd})};
+  }
+
+  if (fused && stage_.seq_len == 1) {
+    // One new row a sequence (decode): qk-norm, rope, kv-append and attention as one op that
+    // reads qkv's output, on the attention tiles (one query head each).
+    Attrs a = rope_attrs(c, attention_attrs);
+    if (c.qk_norm) a.set("eps", c.rms_norm_eps);
+    op("attn.attention", "qkv-attention", {qkv, cache}, qk_norm_weights, attn,
+       attention_tiling(nh, nkv, hd), a);
+  } else {
+    const Tiling head_tiling = row_tiling((nh + nkv) * hd, hd, kHeadOpMinElements);
+    int rope_in = qkv;
+    if (c.qk_norm) {
+      rope_in = activation(n + "qk_norm", (nh + nkv) * hd);
+      Attrs a = heads;
+      a.set("eps", c.rms_norm_eps);
+      op("attn.qk_norm", "qk-norm", {qkv}, qk_norm_weights, rope_in, head_tiling, a);
+    }
+    const int rotated = activation(n + "rope", (nh + nkv) * hd);
+    op("attn.rope", "rope", {rope_in}, {}, rotated, head_tiling, rope_attrs(c, heads));
+    op("attn.kv_append", "kv-append", {rotated, qkv}, {}, cache,
+       row_tiling(2 * nkv * hd, hd, kHeadOpMinElements), heads);
+    op("attn.attention", "attention", {rotated, cache}, {}, attn, attention_tiling(nh, nkv, hd),
+       attention_attrs);
+  }
 
   const int o_weight = weight(w + "self_attn.o_proj.weight", {hidden, nh * hd});
   const int down_weight = weight(w + "mlp.down_proj.weight", {hidden, inter});

@@ -239,6 +239,44 @@ class Attention final : public Kind {
   }
 };
 
+// qkv-attention (decode, one new row a sequence): attention straight from the qkv output. A
+// tile (one row, one query head) takes its query head and its KV head's new key and value from
+// qkv (input 0), applies qk-norm (weights q_norm and k_norm, where the op has them) and rope to
+// the query and the key as those ops would, rounding where they round, and attends over the
+// cached positions (input 1, the KV cache: a state tensor no op of the stage writes) and the new
+// one; the tile of the KV head's first query head also writes the new key and value into the
+// cache. qk-norm, rope, kv-append and attention in one op: three dependency hops fewer.
+class QkvAttention final : public Kind {
+ public:
+  QkvAttention() : Kind("qkv-attention", {Access::head_grouped, Access::windowed}) {}
+
+  std::vector<Box> input_boxes(const Op& op, const Graph&, int input,
+                               const Box& out) const override {
+    if (input != 0) return {};  // the cache: positions before the stage, written by none of its ops
+    const int64_t head_dim = op.attrs.i("head_dim"), heads = op.attrs.i("heads");
+    const int64_t kv_heads = op.attrs.i("kv_heads");
+    const int64_t kv_head = out.col_begin / head_dim / (heads / kv_heads);
+    const int64_t k = (heads + kv_head) * head_dim, v = (heads + kv_heads + kv_head) * head_dim;
+    return {out, Box{out.row_begin, out.row_end, k, k + head_dim},
+            Box{out.row_begin, out.row_end, v, v + head_dim}};
+  }
+
+  TileCost tile_cost(const Op& op, const Graph&, const Box& out) const override {
+    const int64_t head_dim = op.attrs.i("head_dim");
+    const int64_t heads = out.cols() / head_dim;
+    const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
+    const int64_t window = op.attrs.has("window") ? op.attrs.i("window") : 0;
+    int64_t keys = op.attrs.i("past_len") + 1;
+    if (window > 0) keys = std::min(keys, window);
+    const int64_t elements = out.rows() * out.cols();
+    // The query, the new key and value, the cached keys and values; the output, and the new key
+    // and value once per KV head (a share of them a query head).
+    return {3 * elements * kBf16 + 2 * out.rows() * (keys - 1) * head_dim * kBf16,
+            elements * kBf16 + 2 * elements * kBf16 / group,
+            4 * heads * head_dim * out.rows() * keys + 20 * elements};
+  }
+};
+
 // silu-mul: y = silu(gate) * up, with gate and up the two halves of the fused gate_up output.
 class SiluMul final : public Kind {
  public:
@@ -333,6 +371,7 @@ void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Rope>());
   kinds.push_back(std::make_unique<KvAppend>());
   kinds.push_back(std::make_unique<Attention>());
+  kinds.push_back(std::make_unique<QkvAttention>());
   kinds.push_back(std::make_unique<SiluMul>());
   kinds.push_back(std::make_unique<ResidualAdd>());
   kinds.push_back(std::make_unique<NormLinear>());

@@ -1,13 +1,16 @@
 #include "model/random_composition.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace megacut::model {
 
 std::vector<int> random_cut_candidates(const Graph& graph) {
   std::vector<int> cuts;
   for (int op = 1; op < graph.op_count(); ++op) {
-    if (graph.op(op).layer != graph.op(op - 1).layer || graph.op(op).kind->name() == "attention") {
+    const std::string_view kind = graph.op(op).kind->name();
+    if (graph.op(op).layer != graph.op(op - 1).layer || kind == "attention" ||
+        kind == "qkv-attention") {
       cuts.push_back(op);
     }
   }

@@ -154,10 +154,10 @@ TEST(RegionEvaluatorTest, TimesPast2To53NsNameWhereTheyArise) {
   }
   simulator::Simulator sim(std::move(p));
   MkRegionEvaluator evaluator(sim, "decode", 1);
-  const std::vector<int> ends{5, 12, 18};
+  const std::vector<int> ends{5, 10, 14};
   const std::string message = testing::error_of([&] { evaluator.makespans(3, ends); });
   EXPECT_EQ(message.substr(0, message.find(": a predicted time")),
-            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:18]")
+            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:14]")
       << message;
 }
 
@@ -416,11 +416,12 @@ TEST(SearchTest, CandidatesAreDistinctCanonicalAndTimedAsTheSimulatorTimesThem) 
 }
 
 TEST(SearchTest, ExhaustiveRefusesLargeStages) {
-  // tiny-qwen3's decode step: embed, 2 layers of 8 ops (7 fused ones and qk_norm), final_norm,
-  // lm_head and argmax: 20 ops, 2 past the limit.
+  // tiny-qwen3's prefill of 8 tokens: embed, 2 layers of 8 ops (qkv, o, gate_up and down with
+  // their norms and adds fused; qk_norm, rope, kv_append, attention), final_norm, lm_head and
+  // argmax: 20 ops, 2 past the limit.
   simulator::Simulator sim(testing::synthetic_profile("tiny-qwen3", {1}, 8));
   try {
-    exhaustive_stage(sim, "decode", 1, 1);
+    exhaustive_stage(sim, "prefill", 1, 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has 20 ops; enumeration is limited to 18"),
@@ -466,7 +467,7 @@ TEST(CategoryTest, ProfilesBuiltForEachCategoryGetIt) {
   // Conventional kernels 100x slower at every batch: one megakernel per stage everywhere.
   Plan stable = plan_for("mmm");
   EXPECT_EQ(stable.category, Category::stable);
-  EXPECT_EQ(stable.batches[0].best().text, "prefill: mk[0:18]; decode: mk[0:18]");
+  EXPECT_EQ(stable.batches[0].best().text, "prefill: mk[0:18]; decode: mk[0:14]");
   // Tasks 100x slower everywhere: all-conventional everywhere.
   EXPECT_EQ(plan_for("ccc").category, Category::averse);
   // Megakernels win at batch 1 and lose at batch 4: coverage 100% -> ... -> 0%.

@@ -17,7 +17,7 @@ namespace {
 
 using model::RegionKind;
 
-const std::vector<model::StageShape> kShapes = {{"prefill", 18}, {"decode", 18}};  // tiny-llama
+const std::vector<model::StageShape> kShapes = {{"prefill", 18}, {"decode", 14}};  // tiny-llama
 
 model::LatencyStats stats(double p50, double p95, const std::string& unit = "ms") {
   return testing::run_stats(p50, p95, unit, 20);
@@ -106,12 +106,12 @@ TEST(ReportTest, MarkdownTableOverallPlotsAndDefinitions) {
 TEST(ReportTest, TimelineNamesBothTracesAndItsPlot) {
   std::vector<ReportModel> models = two_models();
   models[0].timeline =
-      ReportTimeline{1, "prefill: conv[0:18]; decode: conv[0:18]", "../in/llama/trace-b1.json",
+      ReportTimeline{1, "prefill: conv[0:18]; decode: conv[0:14]", "../in/llama/trace-b1.json",
                      "tiny-llama-simulated-trace-b1.json"};
   const nlohmann::json j = report_data_json(models);
   EXPECT_EQ(j["models"][0]["timeline"],
             nlohmann::json({{"batch", 1},
-                            {"composition", "prefill: conv[0:18]; decode: conv[0:18]"},
+                            {"composition", "prefill: conv[0:18]; decode: conv[0:14]"},
                             {"measured_trace", "../in/llama/trace-b1.json"},
                             {"simulated_trace", "tiny-llama-simulated-trace-b1.json"},
                             {"plot", "tiny-llama-timeline.svg"}}));

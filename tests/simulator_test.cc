@@ -57,65 +57,66 @@ model::Composition parse(Simulator& sim, const std::string& text, int64_t batch)
 TEST(SimulatorTest, ConventionalStageIsLaunchPlusKernelsPlusGaps) {
   Simulator sim(uniform_conv(tiny(), 1000, 200));
   const Prediction p = sim.simulate(parse(sim, "conv", 1), 1);
-  // tiny-llama decode has 18 ops (embed, 2 layers of 7 fused ops, final_norm, lm_head,
-  // argmax): 4 µs graph launch + 18 x 1 µs + 17 x 0.2 µs = 25.4 µs.
-  EXPECT_EQ(p.stage("decode").time_ns, 25400);
-  EXPECT_EQ(p.decode_step_ns, 25400);
-  // TTFO is the prefill (16 rows, fused too: the same 18 ops): 25.4 µs; the decode step gives
-  // batch 1 x 1 token per 25.4 µs = 39,370 tokens/s.
+  // tiny-llama decode has 14 ops (embed, 2 layers of 5 fused ops, final_norm, lm_head,
+  // argmax): 4 µs graph launch + 14 x 1 µs + 13 x 0.2 µs = 20.6 µs.
+  EXPECT_EQ(p.stage("decode").time_ns, 20600);
+  EXPECT_EQ(p.decode_step_ns, 20600);
+  // TTFO is the prefill (16 rows: its norms fused, but rope, kv-append and attention apart, 7
+  // ops a layer, 18 ops): 4 + 18 x 1 + 17 x 0.2 = 25.4 µs; the decode step gives batch 1 x 1
+  // token per 20.6 µs = 48,544 tokens/s.
   EXPECT_EQ(p.ttfo_ns, 25400);
-  EXPECT_NEAR(p.throughput_per_s, 1e9 / 25400, 1e-6);
+  EXPECT_NEAR(p.throughput_per_s, 1e9 / 20600, 1e-6);
 }
 
 TEST(SimulatorTest, SplittingAConventionalRegionChangesNothing) {
-  // conv[0:10] conv[10:18]: the boundary between them is the same kernel boundary, with op 9's
-  // measured gap: 25.4 µs as before.
+  // conv[0:10] conv[10:14]: the boundary between them is the same kernel boundary, with op 9's
+  // measured gap: 20.6 µs as before.
   Simulator sim(uniform_conv(tiny(), 1000, 200));
-  EXPECT_EQ(sim.simulate(parse(sim, "decode: conv[0:10] conv[10:]", 1), 1).decode_step_ns, 25400);
+  EXPECT_EQ(sim.simulate(parse(sim, "decode: conv[0:10] conv[10:]", 1), 1).decode_step_ns, 20600);
 }
 
 TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
-  // mk[6:7] is one op: 20 tiles of tiny-llama's decode gate_up (layer 0's, its norm fused),
+  // mk[4:5] is one op: 20 tiles of tiny-llama's decode gate_up (layer 0's, its norm fused),
   // 1 µs each at any CTA count (no bandwidth term), over 8 SMs: 3 waves, 3 µs of tasks.
   model::Profile q = uniform_conv(tiny(), 1000, 200);
-  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks)
+  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 4).tasks)
     t.duration_ns = constant_stats(1000);
   Simulator sim(std::move(q));
-  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1);
+  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:4] mk[4:5] conv[5:]", 1), 1);
   const StagePrediction& s = p.stage("decode");
   ASSERT_EQ(s.regions.size(), 3u);
-  // conv[0:6]: 4 µs launch + 6 x 1 µs + 5 x 0.2 µs = 11 µs.
-  EXPECT_EQ(s.regions[0]->time_ns, 11000);
-  // mk[6:7]: 0.8 µs kernel gap + 3 µs region launch + 0.5 µs startup + 3 µs of tasks + 1 µs
+  // conv[0:4]: 4 µs launch + 4 x 1 µs + 3 x 0.2 µs = 8.6 µs.
+  EXPECT_EQ(s.regions[0]->time_ns, 8600);
+  // mk[4:5]: 0.8 µs kernel gap + 3 µs region launch + 0.5 µs startup + 3 µs of tasks + 1 µs
   // drain = 8.3 µs.
   EXPECT_EQ(s.regions[1]->gap_ns, 800);
   EXPECT_EQ(s.regions[1]->work_ns, 3000);
   EXPECT_EQ(s.regions[1]->time_ns, 8300);
   EXPECT_EQ(s.regions[1]->tasks, 20);
-  // conv[7:18] after an mk region: 0.8 µs kernel gap + 11 x 1 µs + 10 x 0.2 µs = 13.8 µs.
-  EXPECT_EQ(s.regions[2]->time_ns, 13800);
-  EXPECT_EQ(s.time_ns, 11000 + 8300 + 13800);
-  EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 11000, 19300}));
+  // conv[5:14] after an mk region: 0.8 µs kernel gap + 9 x 1 µs + 8 x 0.2 µs = 11.4 µs.
+  EXPECT_EQ(s.regions[2]->time_ns, 11400);
+  EXPECT_EQ(s.time_ns, 8600 + 8300 + 11400);
+  EXPECT_EQ(s.region_start_ns, (std::vector<TimeNs>{0, 8600, 16900}));
 
   // With PDL every boundary before one of our kernels pays the 0.3 µs PDL gap: the two at the
-  // mk region 2 x 0.5 µs less, the 5 + 10 inside the conv regions 15 x 0.1 µs more.
+  // mk region 2 x 0.5 µs less, the 3 + 8 inside the conv regions 11 x 0.1 µs more.
   model::Profile r = uniform_conv(tiny(), 1000, 200);
-  for (model::TaskBenchmark& t : op_of(r, 1, "decode", 6).tasks)
+  for (model::TaskBenchmark& t : op_of(r, 1, "decode", 4).tasks)
     t.duration_ns = constant_stats(1000);
   Simulator pdl(std::move(r), SimOptions{.pdl = true});
-  EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1).decode_step_ns,
-            s.time_ns - 1000 + 1500);
+  EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:4] mk[4:5] conv[5:]", 1), 1).decode_step_ns,
+            s.time_ns - 1000 + 1100);
 }
 
 TEST(SimulatorTest, ConventionalRegionAddsMeans) {
   // Op 5's kernel usually takes 1 µs but now and then much longer: p50 1 µs, mean 1.3 µs; the
   // gap after op 7 likewise, p50 0.2 µs, mean 0.5 µs. A stage of many such terms adds their
-  // means: 25.4 µs + 0.3 µs + 0.3 µs = 26 µs.
+  // means: 20.6 µs + 0.3 µs + 0.3 µs = 21.2 µs.
   model::Profile q = uniform_conv(tiny(), 1000, 200);
   op_of(q, 1, "decode", 5).conv->duration_ns.mean = 1300;
   op_of(q, 1, "decode", 7).conv->gap_to_next_ns->mean = 500;
   Simulator sim(std::move(q));
-  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).decode_step_ns, 26000);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).decode_step_ns, 21200);
 }
 
 // The graph-launch sweep of a profile: launch(n) = 4 µs + 50 ns per node, measured exactly.
@@ -131,26 +132,26 @@ TEST(SimulatorTest, GraphLaunchGrowsWithTheStageGraphsNodes) {
   Simulator sim(with_launch_sweep(uniform_conv(tiny(), 1000, 200)));
   EXPECT_NEAR(sim.graph_launch(1).fixed_ns, 4000, 1e-6);
   EXPECT_NEAR(sim.graph_launch(1).per_node_ns, 50, 1e-9);
-  // tiny-llama decode, all conv: 18 nodes, launched in 4 µs + 18 x 50 ns = 4.9 µs, then
-  // 18 x 1 µs + 17 x 0.2 µs: 26.3 µs.
+  // tiny-llama decode, all conv: 14 nodes, launched in 4 µs + 14 x 50 ns = 4.7 µs, then
+  // 14 x 1 µs + 13 x 0.2 µs: 21.3 µs.
   const Prediction p = sim.simulate(parse(sim, "conv", 1), 1);
-  EXPECT_EQ(p.stage("decode").regions[0]->graph_nodes, 18);
-  EXPECT_EQ(p.stage("decode").regions[0]->gap_ns, 4900);
-  EXPECT_EQ(p.decode_step_ns, 26300);
+  EXPECT_EQ(p.stage("decode").regions[0]->graph_nodes, 14);
+  EXPECT_EQ(p.stage("decode").regions[0]->gap_ns, 4700);
+  EXPECT_EQ(p.decode_step_ns, 21300);
 
   // An op that runs two kernels (cuBLASLt's split-K GEMM, here layer 0's gate_up) is two
   // nodes: 50 ns more.
   model::Profile two = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
-  op_of(two, 1, "decode", 6).conv->kernel = "gemm_main + gemm_reduce";
+  op_of(two, 1, "decode", 4).conv->kernel = "gemm_main + gemm_reduce";
   Simulator sim2(std::move(two));
-  EXPECT_EQ(sim2.simulate(parse(sim2, "conv", 1), 1).decode_step_ns, 26350);
+  EXPECT_EQ(sim2.simulate(parse(sim2, "conv", 1), 1).decode_step_ns, 21350);
 }
 
 TEST(SimulatorTest, ABatchsOwnLaunchSweepComesFirst) {
   // The micro-benchmarks say 4 µs + 50 ns per node; batch 2's replays ran beside a sweep that
-  // says 6 µs + 100 ns per node, batch 4's 8 µs + 200 ns. Batch 2's decode (18 nodes) launches in
-  // 6 µs + 1.8 µs = 7.8 µs; batch 1, with no sweep of its own, in 4.9 µs; batch 3, interpolated
-  // half way, in 7 µs + 18 x 150 ns = 9.7 µs.
+  // says 6 µs + 100 ns per node, batch 4's 8 µs + 200 ns. Batch 2's decode (14 nodes) launches in
+  // 6 µs + 1.4 µs = 7.4 µs; batch 1, with no sweep of its own, in 4.7 µs; batch 3, interpolated
+  // half way, in 7 µs + 14 x 150 ns = 9.1 µs.
   model::Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
   for (model::BatchProfile& b : q.batches) {
     if (b.batch == 1) continue;
@@ -160,30 +161,30 @@ TEST(SimulatorTest, ABatchsOwnLaunchSweepComesFirst) {
     }
   }
   Simulator sim(std::move(q), SimOptions{.allow_interpolate = true});
-  EXPECT_EQ(sim.simulate(parse(sim, "conv", 2), 2).stage("decode").regions[0]->gap_ns, 7800);
-  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).stage("decode").regions[0]->gap_ns, 4900);
-  EXPECT_EQ(sim.simulate(parse(sim, "conv", 3), 3).stage("decode").regions[0]->gap_ns, 9700);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 2), 2).stage("decode").regions[0]->gap_ns, 7400);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 1), 1).stage("decode").regions[0]->gap_ns, 4700);
+  EXPECT_EQ(sim.simulate(parse(sim, "conv", 3), 3).stage("decode").regions[0]->gap_ns, 9100);
 }
 
 TEST(SimulatorTest, EachRegionPaysTheLaunchOfItsOwnNodes) {
-  // conv[0:6] mk[6:7] conv[7:] has 6 + 1 + 11 = 18 nodes (an mk region is one kernel):
-  // 4 µs + 18 x 50 ns of launch in all, each region paying its nodes where it starts.
-  // conv[0:6]: 4 µs + 6 x 50 ns + 6 x 1 µs + 5 x 0.2 µs = 11.3 µs;
-  // mk[6:7]: 0.8 µs gap + 1 x 50 ns + 3.5 µs launch and startup + 3 µs of tasks + 1 µs drain
-  // = 8.35 µs;
-  // conv[7:18]: 0.8 µs + 11 x 50 ns + 11 x 1 µs + 10 x 0.2 µs = 14.35 µs.
+  // conv[0:4] mk[4:5] conv[5:] has 4 + 1 + 9 = 14 nodes (an mk region is one kernel):
+  // 4 µs + 14 x 50 ns of launch in all, each region paying its nodes where it starts.
+  // conv[0:4]: 4 µs + 4 x 50 ns + 4 x 1 µs + 3 x 0.2 µs = 8.8 µs;
+  // mk[4:5] (gate_up, 20 tiles of 1 µs on 8 SMs): 0.8 µs gap + 1 x 50 ns + 3.5 µs launch and
+  // startup + 3 µs of tasks + 1 µs drain = 8.35 µs;
+  // conv[5:14]: 0.8 µs + 9 x 50 ns + 9 x 1 µs + 8 x 0.2 µs = 11.85 µs.
   model::Profile q = with_launch_sweep(uniform_conv(tiny(), 1000, 200));
-  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 6).tasks)
+  for (model::TaskBenchmark& t : op_of(q, 1, "decode", 4).tasks)
     t.duration_ns = constant_stats(1000);
   Simulator sim(std::move(q));
-  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:6] mk[6:7] conv[7:]", 1), 1);
+  const Prediction p = sim.simulate(parse(sim, "decode: conv[0:4] mk[4:5] conv[5:]", 1), 1);
   const StagePrediction& s = p.stage("decode");
   ASSERT_EQ(s.regions.size(), 3u);
-  EXPECT_EQ(s.regions[0]->time_ns, 11300);
+  EXPECT_EQ(s.regions[0]->time_ns, 8800);
   EXPECT_EQ(s.regions[1]->graph_nodes, 1);
   EXPECT_EQ(s.regions[1]->time_ns, 8350);
-  EXPECT_EQ(s.regions[2]->time_ns, 14350);
-  EXPECT_EQ(s.time_ns, 11300 + 8350 + 14350);
+  EXPECT_EQ(s.regions[2]->time_ns, 11850);
+  EXPECT_EQ(s.time_ns, 8800 + 8350 + 11850);
 }
 
 TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
@@ -194,11 +195,11 @@ TEST(SimulatorTest, MegakernelOfOneOpMatchesItsStandaloneBenchmark) {
   // tiles over 8 SMs: waves of 8, 8 and 4 tasks in flight, each task 304.56 + 8 x 2.32 (or 4 x
   // 2.32) ns: about 323.1 + 323.1 + 313.8 = 960.1 ns.
   Simulator sim(tiny());
-  const TaskFit fit = sim.task_fit("decode", 1, 6);
+  const TaskFit fit = sim.task_fit("decode", 1, 4);
   EXPECT_NEAR(fit.solo_ns, 304.56, 1e-6);
   EXPECT_NEAR(fit.shared_ns, 2.32, 1e-9);
   const auto r =
-      sim.simulate_region("decode", 1, Region{RegionKind::mk, 6, 7}, Boundary::after_conv);
+      sim.simulate_region("decode", 1, Region{RegionKind::mk, 4, 5}, Boundary::after_conv);
   EXPECT_NEAR(static_cast<double>(r->work_ns), 960.1, 3);
 }
 
@@ -256,16 +257,16 @@ TEST(SimulatorTest, RegionLaunchAddsTheRuntimesStartupToTheTrivialRegions) {
 }
 
 TEST(SimulatorTest, MixedRegionGetsThePredictedConfiguration) {
-  // decode ops 11..16 hold layer 1's attention (128 threads, 168 registers), its fused linears
+  // decode ops 7..12 hold layer 1's attention (128 threads, 168 registers), its fused linears
   // and final_norm (128 threads, 40 registers), and lm_head (512 threads, 96 registers, 48 KiB):
-  // 512 x 168 does not fit 65,536 registers, so the region gets 128 and attention (op 11) runs
+  // 512 x 168 does not fit 65,536 registers, so the region gets 128 and attention (op 7) runs
   // register-limited.
   Simulator sim(tiny());
   const auto r =
-      sim.simulate_region("decode", 1, Region{RegionKind::mk, 11, 17}, Boundary::after_conv);
+      sim.simulate_region("decode", 1, Region{RegionKind::mk, 7, 13}, Boundary::after_conv);
   ASSERT_TRUE(r->config.has_value());
   EXPECT_EQ(*r->config, (model::RegionConfig{512, 128, 48 * 1024}));
-  EXPECT_EQ(r->register_limited_ops, std::vector<int>{11});
+  EXPECT_EQ(r->register_limited_ops, std::vector<int>{7});
 }
 
 TEST(SimulatorTest, RegionsAreCachedByContent) {
@@ -296,17 +297,17 @@ std::string error_of(Simulator& sim, const std::string& composition, int64_t bat
 
 TEST(SimulatorTest, MissingDataNamesOpStageAndBatch) {
   model::Profile p = tiny();
-  op_of(p, 2, "decode", 11).conv.reset();
-  op_of(p, 2, "decode", 4).tasks.clear();
+  op_of(p, 2, "decode", 7).conv.reset();
+  op_of(p, 2, "decode", 2).tasks.clear();
   Simulator sim(std::move(p));
   EXPECT_EQ(error_of(sim, "decode: conv", 2),
-            "profile synthetic tiny-llama: batch 2, stage decode, op 11 "
-            "(layers.1.attn.attention): no conventional kernel measured (needed by conv[0:18])");
-  EXPECT_EQ(error_of(sim, "decode: conv[0:3] mk[3:18]", 2),
-            "profile synthetic tiny-llama: batch 2, stage decode, op 4 (layers.0.attn.attention): "
-            "no standalone task benchmark measured (needed by mk[3:18])");
+            "profile synthetic tiny-llama: batch 2, stage decode, op 7 "
+            "(layers.1.attn.attention): no conventional kernel measured (needed by conv[0:14])");
+  EXPECT_EQ(error_of(sim, "decode: conv[0:1] mk[1:14]", 2),
+            "profile synthetic tiny-llama: batch 2, stage decode, op 2 (layers.0.attn.attention): "
+            "no standalone task benchmark measured (needed by mk[1:14])");
   // Other batches still have both.
-  EXPECT_EQ(error_of(sim, "decode: conv[0:3] mk[3:18]", 1), "(no error)");
+  EXPECT_EQ(error_of(sim, "decode: conv[0:1] mk[1:14]", 1), "(no error)");
   EXPECT_EQ(error_of(sim, "conv", 3),
             "profile synthetic tiny-llama: no measurements at batch 3 (measured: 1, 2, 4); "
             "profile that batch, or allow interpolation (--allow-interpolate)");
@@ -327,8 +328,8 @@ TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
   model::Profile p = tiny();
   op_of(p, 2, "decode", 5).conv->duration_ns = constant_stats(1e300);
   Simulator one(std::move(p));
-  EXPECT_EQ(error_of(one, "decode: conv[0:5] mk[5:18]", 2), "(no error)");
-  EXPECT_EQ(error_of(one, "decode: conv[0:9] mk[9:18]", 2),
+  EXPECT_EQ(error_of(one, "decode: conv[0:5] mk[5:14]", 2), "(no error)");
+  EXPECT_EQ(error_of(one, "decode: conv[0:9] mk[9:14]", 2),
             "profile synthetic tiny-llama: batch 2, stage decode, conv[0:9]: a predicted time of "
             "1e+300 ns passes 2^53 ns (104 days): the profile's durations, summed or scaled by "
             "this graph's tiles, are implausible");
@@ -337,31 +338,31 @@ TEST(SimulatorTest, PredictedTimesPast2To53NsNameWhereTheyArise) {
   for (model::TaskBenchmark& t : op_of(q, 1, "decode", 9).tasks)
     t.duration_ns = constant_stats(1e300);
   Simulator tasks(std::move(q));
-  const std::string mk = error_of(tasks, "decode: conv[0:3] mk[3:18]", 1);
+  const std::string mk = error_of(tasks, "decode: conv[0:3] mk[3:14]", 1);
   EXPECT_EQ(mk.substr(0, mk.find(": a predicted time")),
-            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:18]")
+            "profile synthetic tiny-llama: batch 1, stage decode, mk[3:14]")
       << mk;
 }
 
 TEST(SimulatorTest, ProfileOfAnotherGraphIsRejected) {
   model::Profile p = tiny();
-  op_of(p, 1, "decode", 5).name = "layers.0.attn.out";
+  op_of(p, 1, "decode", 3).name = "layers.0.attn.out";
   Simulator sim(std::move(p));
   EXPECT_EQ(error_of(sim, "conv", 1),
-            "profile synthetic tiny-llama: batch 1, stage decode, op 5: the profile has "
+            "profile synthetic tiny-llama: batch 1, stage decode, op 3: the profile has "
             "'layers.0.attn.out' (linear-residual), the graph rebuilt from model.config has "
             "'layers.0.attn.o' (linear-residual)");
 }
 
 TEST(SimulatorTest, ProfileOfOtherTilesIsRejected) {
   model::Profile p = tiny();
-  model::OpProfile& o = op_of(p, 1, "decode", 5);
+  model::OpProfile& o = op_of(p, 1, "decode", 3);
   const int64_t tiles = o.tiles;
   ASSERT_GT(tiles, 0);
   o.tiles = tiles + 1;
   Simulator sim(std::move(p));
   EXPECT_EQ(error_of(sim, "conv", 1),
-            "profile synthetic tiny-llama: batch 1, stage decode, op 5 (layers.0.attn.o): the "
+            "profile synthetic tiny-llama: batch 1, stage decode, op 3 (layers.0.attn.o): the "
             "profile measured its tasks as " +
                 std::to_string(tiles + 1) + " tiles, the graph rebuilt now cuts it into " +
                 std::to_string(tiles) +
@@ -407,7 +408,7 @@ TEST(SimulatorTest, PredictionJson) {
   const Prediction p = sim.simulate(parse(sim, "prefill: mk; decode: conv[0:5] mk[5:]", 2), 2);
   const nlohmann::json j = prediction_to_json(p);
   EXPECT_EQ(j["schema"], "megacut.prediction/2");
-  EXPECT_EQ(j["composition"], "prefill: mk[0:18]; decode: conv[0:5] mk[5:18]");
+  EXPECT_EQ(j["composition"], "prefill: mk[0:18]; decode: conv[0:5] mk[5:14]");
   EXPECT_EQ(j["ttfo_ns"], p.ttfo_ns);
   EXPECT_EQ(j["stages"][1]["regions"].size(), 2u);
   EXPECT_EQ(j["stages"][1]["regions"][1]["before"], "after conv");
@@ -508,9 +509,9 @@ TEST(SimulatorPropertyTest, RegionTimeDoesNotDependOnWhatRanBeforeBeyondItsKind)
   // The same region inside two different compositions, each simulated by a fresh simulator:
   // the same result.
   Simulator a(tiny()), b(tiny());
-  const auto ra = a.simulate(parse(a, "decode: conv[0:4] mk[4:9] mk[9:18]", 4), 4);
-  const auto rb = b.simulate(parse(b, "decode: mk[0:2] conv[2:9] mk[9:18]", 4), 4);
-  // mk[9:18] follows an mk region in one and a conv region in the other: the same kernel gap.
+  const auto ra = a.simulate(parse(a, "decode: conv[0:4] mk[4:9] mk[9:14]", 4), 4);
+  const auto rb = b.simulate(parse(b, "decode: mk[0:2] conv[2:9] mk[9:14]", 4), 4);
+  // mk[9:14] follows an mk region in one and a conv region in the other: the same kernel gap.
   EXPECT_EQ(ra.stage("decode").regions[2]->time_ns, rb.stage("decode").regions[2]->time_ns);
   EXPECT_EQ(ra.stage("decode").regions[2]->work_ns, rb.stage("decode").regions[2]->work_ns);
 }

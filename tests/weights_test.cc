@@ -633,18 +633,18 @@ TEST(WeightArena, TiedEmbeddingSharedAndQkvConcatenatedInOrder) {
   const HostWeights weights = HostWeights::random(spec, 2);
   const WeightArenaPlan plan = plan_weight_arena(graph);
 
-  int embed = -1, lm_head = -1, qkv = -1, rope = -1;
+  int embed = -1, lm_head = -1, qkv = -1, attention = -1;
   for (const model::Op& op : graph.ops()) {
     if (op.name == "embed") embed = op.index;
     if (op.name == "lm_head") lm_head = op.index;
     if (op.name == "layers.0.attn.qkv") qkv = op.index;
-    if (op.name == "layers.0.attn.rope") rope = op.index;
+    if (op.name == "layers.0.attn.attention") attention = op.index;
   }
   ASSERT_GE(embed, 0);
   ASSERT_GE(lm_head, 0);
   ASSERT_GE(qkv, 0);
   EXPECT_EQ(plan.op_slot[0][embed], plan.op_slot[0][lm_head]);
-  EXPECT_EQ(plan.op_offset_bytes(0, rope), -1);
+  EXPECT_EQ(plan.op_offset_bytes(0, attention), -1);  // no qk-norm: no weights
   // embed/lm_head, final norm, and 4 per layer (qkv with its norm, o, gate_up with its norm,
   // down: decode fuses the norms into the linears after them): 10 slots, holding every parameter
   // once.
@@ -678,7 +678,7 @@ TEST(WeightArena, TiedEmbeddingSharedAndQkvConcatenatedInOrder) {
   const std::vector<const void*> pointers = op_weight_pointers(plan, 0, arena.data());
   ASSERT_EQ(pointers.size(), static_cast<size_t>(graph.op_count()));
   EXPECT_EQ(pointers[embed], pointers[lm_head]);
-  EXPECT_EQ(pointers[rope], nullptr);
+  EXPECT_EQ(pointers[attention], nullptr);
   EXPECT_EQ(pointers[qkv], arena.data() + slot.offset_bytes);
 }
 
@@ -712,16 +712,21 @@ TEST(WeightArena, StagesShareOneArena) {
   const model::Graph* graphs[] = {&prefill, &decode};
   const WeightArenaPlan both = plan_weight_arena(graphs);
   EXPECT_EQ(both.arena_bytes, plan_weight_arena(decode).arena_bytes);
-  EXPECT_EQ(both.op_slot[0], both.op_slot[1]);  // the stages have the same ops
 
-  int lm_head = -1, embed = -1, qk_norm = -1;
+  // Decode's qkv-attention reads the q and k norms prefill's qk-norm reads: one slot for both.
+  int lm_head = -1, embed = -1, qk_norm = -1, attention = -1;
+  for (const model::Op& op : prefill.ops()) {
+    if (op.name == "layers.1.attn.qk_norm") qk_norm = op.index;
+  }
   for (const model::Op& op : decode.ops()) {
     if (op.name == "embed") embed = op.index;
     if (op.name == "lm_head") lm_head = op.index;
-    if (op.name == "layers.1.attn.qk_norm") qk_norm = op.index;
+    if (op.name == "layers.1.attn.attention") attention = op.index;
   }
   EXPECT_NE(both.op_slot[1][embed], both.op_slot[1][lm_head]);  // untied: two tables
-  const WeightSlot& norms = both.slots[both.op_slot[1][qk_norm]];
+  ASSERT_GE(both.op_slot[1][attention], 0);
+  EXPECT_EQ(both.op_slot[0][qk_norm], both.op_slot[1][attention]);
+  const WeightSlot& norms = both.slots[both.op_slot[1][attention]];
   EXPECT_EQ(norms.shape, std::vector<int64_t>{64});  // q_norm then k_norm, 32 each
   EXPECT_EQ(norms.parts[0].name, "model.layers.1.self_attn.q_norm.weight");
 

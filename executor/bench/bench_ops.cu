@@ -77,7 +77,7 @@ int64_t floor_bytes(const model::Graph& g, const model::Op& o) {
     const int64_t k = g.tensor(o.inputs[0]).shape.back();
     return t.rows * k * 2 + t.cols * k * 2 + 2 * out;
   }
-  if (kind == "attention") {
+  if (kind == "attention" || kind == "qkv-attention") {
     const int64_t keys = a("past_len") + a("seq_len");
     return 2 * out + g.batch() * keys * 2 * a("kv_heads") * a("head_dim") * 2;
   }

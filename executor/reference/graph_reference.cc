@@ -218,14 +218,14 @@ int64_t sequences(Interpreter& in, const Op& op) {
   return rows / len;
 }
 
-// Writes the new keys and values into the cache (batch, capacity, 2 * kv_heads * head_dim) at
-// positions past_len + t % seq_len of sequence t / seq_len.
-void kv_append_op(Interpreter& in, const Graph& g, const Op& op) {
-  const HeadShape heads = head_shape(op);
+// Writes `rows`, kv-append's rows (new tokens, 2 * kv_heads * head_dim), into the cache tensor
+// (batch, capacity, 2 * kv_heads * head_dim) at positions past_len + t % seq_len of sequence
+// t / seq_len.
+void append_to_cache(Interpreter& in, const Graph& g, const Op& op, int cache_tensor,
+                     const std::vector<float>& rows, const HeadShape& heads) {
   const int64_t row_cols = 2 * heads.kv_heads * heads.head_dim;
   if (row_cols <= 0) throw Error("kv_heads * head_dim = 0");
-  const std::vector<float> rows = round_bf16(kv_append(in.in(op, 0), in.in(op, 1), heads));
-  const Tensor& t = g.tensor(op.output);
+  const Tensor& t = g.tensor(cache_tensor);
   const int64_t n = static_cast<int64_t>(rows.size()) / row_cols;
   const StageShape s = stage_shape(op, n);
   if (t.shape.size() != 3 || t.shape[0] != s.batch || t.shape[2] != row_cols ||
@@ -233,7 +233,7 @@ void kv_append_op(Interpreter& in, const Graph& g, const Op& op) {
     throw Error("the cache '" + t.name + "' is not (" + str(s.batch) +
                 ", >= " + str(s.past_len + s.seq_len) + ", " + str(row_cols) + ")");
   }
-  Value& cache = in.value(op.output);
+  Value& cache = in.value(cache_tensor);
   if (!cache.set) {  // a cache that is no state tensor starts empty, as one left out does
     cache.f.assign(t.elements(), std::numeric_limits<float>::quiet_NaN());
     cache.set = true;
@@ -243,6 +243,37 @@ void kv_append_op(Interpreter& in, const Graph& g, const Op& op) {
     std::copy_n(rows.begin() + r * row_cols, row_cols,
                 cache.f.begin() + (seq * t.shape[1] + pos) * row_cols);
   }
+}
+
+void kv_append_op(Interpreter& in, const Graph& g, const Op& op) {
+  const HeadShape heads = head_shape(op);
+  append_to_cache(in, g, op, op.output, round_bf16(kv_append(in.in(op, 0), in.in(op, 1), heads)),
+                  heads);
+}
+
+// qkv-attention: qk-norm (with weights), rope, kv-append and attention, each rounded to bf16 as
+// the four ops' outputs are.
+void qkv_attention_op(Interpreter& in, const Graph& g, const Op& op) {
+  const HeadShape heads = head_shape(op);
+  const Tensor& cache = g.tensor(op.inputs.at(1));
+  if (cache.shape.size() != 3) throw Error("the cache '" + cache.name + "' is not 3-D");
+  const std::span<const float> qkv = in.in(op, 0);
+  const int64_t qkv_cols = in.in_cols(op, 0);
+  const int64_t qk_cols = (heads.heads + heads.kv_heads) * heads.head_dim;
+  const StageShape s = stage_shape(op, in.in_rows(op, 0));
+  std::vector<float> normed;
+  if (!op.weights.empty()) {
+    in.expect_weights(op, 2, 2);
+    normed = round_bf16(
+        qk_norm(qkv, qkv_cols, heads, in.weight(op, 0), in.weight(op, 1), op.attrs.f("eps")));
+  }
+  const std::vector<float> rotated =
+      normed.empty() ? round_bf16(rope(qkv, qkv_cols, heads, s, rope_params(op)))
+                     : round_bf16(rope(normed, qk_cols, heads, s, rope_params(op)));
+  append_to_cache(in, g, op, op.inputs[1], round_bf16(kv_append(rotated, qkv, heads)), heads);
+  const int64_t window = op.attrs.has("window") ? op.attrs.i("window") : 0;
+  in.store(op,
+           attention(rotated, qk_cols, in.value(op.inputs[1]).f, cache.shape[1], heads, s, window));
 }
 
 void attention_op(Interpreter& in, const Graph& g, const Op& op) {
@@ -331,6 +362,8 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
     kv_append_op(in, g, op);
   } else if (kind == "attention") {
     attention_op(in, g, op);
+  } else if (kind == "qkv-attention") {
+    qkv_attention_op(in, g, op);
   } else if (kind == "silu-mul") {
     in.store(op, silu_mul(in.in(op, 0), in.out_cols(op)));
   } else if (kind == "residual-add") {

@@ -30,9 +30,20 @@ struct AttentionDecodeTile {
   __device__ static void run(const Layout& l, long long tile, char* smem) {
     if (threadIdx.x >= kThreads) return;
     const TileBox box = l.grid.box(tile);
-    float* part = reinterpret_cast<float*>(smem);  // (kSlots, kPartFloats)
-    const int group = l.heads / l.kv_heads;
     const int head = static_cast<int>(box.col_begin / kHeadDim);
+    for (long long row = box.row_begin; row < box.row_end; ++row) {
+      attend(l, row, head, l.q + row * l.q_stride + head * kHeadDim, nullptr,
+             reinterpret_cast<float*>(smem));
+    }
+  }
+
+  // Query row `row` of query head `head` (its head_dim values at q) over its keys. With `newest`
+  // (shared memory: the key, then the value, of the row's own position) the last key comes from
+  // there; without, from the cache. `part`: smem_bytes of shared memory. Every thread of the
+  // tile calls it.
+  __device__ static void attend(const Layout& l, long long row, int head, const bf16* q_head,
+                                const bf16* newest, float* part) {
+    const int group = l.heads / l.kv_heads;
     const int kv_head = head / group;
     const int kv_cols = l.kv_heads * kHeadDim;
     const int slot = threadIdx.x / kLanesPerKey;
@@ -40,81 +51,172 @@ struct AttentionDecodeTile {
     const float scale_log2 = l.scale * 1.4426950408889634f;
     const float neg_inf = -__int_as_float(0x7f800000);
 
+    const long long seq = static_cast<int>(row) / l.seq_len;  // 32-bit division (rows < 2^31)
+    const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
+    const int lo = attention_first_key(l, pos);
+    const bf16* keys =
+        l.cache + seq * l.capacity * (2 * kv_cols) + kv_head * kHeadDim + d0;  // (keys, ...)
+    float q[8], acc[8], m = neg_inf, sum = 0.f;
+    unpack8(load8(q_head + d0), q);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      q[i] *= scale_log2;
+      acc[i] = 0.f;
+    }
+    // Uniform trip count for the whole tile: the score sums shuffle across whole warps.
+    for (int base = lo; base <= pos; base += kSlots * kKeysPerSlot) {
+      uint4 k[kKeysPerSlot], v[kKeysPerSlot];
+#pragma unroll
+      for (int u = 0; u < kKeysPerSlot; ++u) {
+        const int j = base + u * kSlots + slot;
+        const bool own = newest != nullptr && j == pos;
+        const bf16* key =
+            own ? newest + d0 : keys + static_cast<long long>(j <= pos ? j : lo) * (2 * kv_cols);
+        k[u] = *reinterpret_cast<const uint4*>(key);
+        v[u] = *reinterpret_cast<const uint4*>(own ? key + kHeadDim : key + kv_cols);
+      }
+      // Scores of the round's keys first (independent shuffles), then one softmax update for
+      // the lot: no chain of dependent updates from key to key.
+      float s[kKeysPerSlot];
+      float m_new = m;
+#pragma unroll
+      for (int u = 0; u < kKeysPerSlot; ++u) {
+        float kf[8];
+        unpack8(*reinterpret_cast<const Vec8*>(&k[u]), kf);
+        float dot = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot += q[i] * kf[i];
+        s[u] = group_sum(dot, kLanesPerKey);
+        if (base + u * kSlots + slot <= pos) m_new = fmaxf(m_new, s[u]);
+      }
+      if (m_new == neg_inf) continue;  // no key for this slot in this round
+      const float correction = exp2f(m - m_new);
+      m = m_new;
+      sum *= correction;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] *= correction;
+#pragma unroll
+      for (int u = 0; u < kKeysPerSlot; ++u) {
+        if (base + u * kSlots + slot > pos) continue;
+        const float p = exp2f(s[u] - m_new);
+        float vf[8];
+        unpack8(*reinterpret_cast<const Vec8*>(&v[u]), vf);
+        sum += p;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[i] += p * vf[i];
+      }
+    }
+    float* mine = part + slot * kPartFloats;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) mine[d0 + i] = acc[i];
+    if (d0 == 0) {
+      mine[kHeadDim] = m;
+      mine[kHeadDim + 1] = sum;
+    }
+    tile_sync<kThreads>();
+    for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
+      float m_all = neg_inf;
+      for (int s = 0; s < kSlots; ++s) m_all = fmaxf(m_all, part[s * kPartFloats + kHeadDim]);
+      float total = 0.f, value = 0.f;
+      for (int s = 0; s < kSlots; ++s) {
+        const float* p = part + s * kPartFloats;
+        const float w = exp2f(p[kHeadDim] - m_all);
+        total += w * p[kHeadDim + 1];
+        value += w * p[d];
+      }
+      l.out[row * l.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(value / total);
+    }
+    tile_sync<kThreads>();  // shared memory is free again
+  }
+};
+
+// qkv-attention, one row and one query head per tile (decode, one new row a sequence): the
+// query head and the KV head's new key and value straight from qkv's output. Two warps first
+// make them what qk-norm, rope and kv-append would have left (a group of head_dim / 8 lanes a
+// vector, as the key loop holds keys: the query, the key, the value), rounding where those ops
+// round, into shared memory; the tile of the KV head's first query head also writes the key and
+// the value into the cache. Then AttentionDecodeTile's key loop, the new position's key and value
+// from shared memory: no tile reads the position the stage writes.
+template <int kHeadDim>
+struct QkvAttentionDecodeTile {
+  using Layout = QkvAttentionLayout;
+  using Attend = AttentionDecodeTile<kHeadDim>;
+
+  static constexpr int kThreads = Attend::kThreads;
+  static constexpr int kLanes = Attend::kLanesPerKey;
+  static constexpr int kHalf = kHeadDim / 2;
+  static_assert(3 * kLanes <= 64, "the query, the key and the value in two warps");
+  static_assert(64 + kHalf <= kThreads, "a frequency a thread after the first two warps");
+
+  // The key loop's, then the new query, key and value (bf16), then the rotation's frequencies.
+  __host__ __device__ static int smem_bytes(const Layout& l) {
+    return Attend::smem_bytes(l) + 3 * kHeadDim * 2 + kHalf * 4;
+  }
+
+  __device__ static void run(const Layout& l, long long tile, char* smem) {
+    if (threadIdx.x >= kThreads) return;
+    const AttentionLayout& a = l;
+    const TileBox box = a.grid.box(tile);
+    const int head = static_cast<int>(box.col_begin / kHeadDim);
+    const int group = a.heads / a.kv_heads;
+    const int kv_head = head / group;
+    const int kv_cols = a.kv_heads * kHeadDim;
+    bf16* fresh = reinterpret_cast<bf16*>(smem + Attend::smem_bytes(a));  // q, k, v
+    float* freq = reinterpret_cast<float*>(fresh + 3 * kHeadDim);         // (head_dim / 2)
+    // The warps after the first two compute the frequencies while those two load.
+    if (threadIdx.x >= 64 && threadIdx.x < 64 + kHalf) {
+      freq[threadIdx.x - 64] = l.rope.inverse(threadIdx.x - 64);
+    }
+    const int vector = threadIdx.x / kLanes;  // 0 the query, 1 the key, 2 the value
+    const int d0 = threadIdx.x % kLanes * 8;
+    const int col = vector == 0   ? head * kHeadDim
+                    : vector == 1 ? (a.heads + kv_head) * kHeadDim
+                                  : (a.heads + a.kv_heads + kv_head) * kHeadDim;
     for (long long row = box.row_begin; row < box.row_end; ++row) {
-      const long long seq = static_cast<int>(row) / l.seq_len;  // 32-bit division (rows < 2^31)
-      const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
-      const int lo = attention_first_key(l, pos);
-      const bf16* keys =
-          l.cache + seq * l.capacity * (2 * kv_cols) + kv_head * kHeadDim + d0;  // (keys, ...)
-      float q[8], acc[8], m = neg_inf, sum = 0.f;
-      unpack8(load8(l.q + row * l.q_stride + head * kHeadDim + d0), q);
+      const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
+      float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (threadIdx.x < 64 && vector < 3) unpack8(load8(a.q + row * a.q_stride + col + d0), f);
+      tile_sync<kThreads>();         // the frequencies
+      if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
+        if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
+          float sum_sq = 0.f;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        q[i] *= scale_log2;
-        acc[i] = 0.f;
-      }
-      // Uniform trip count for the whole tile: the score sums shuffle across whole warps.
-      for (int base = lo; base <= pos; base += kSlots * kKeysPerSlot) {
-        uint4 k[kKeysPerSlot], v[kKeysPerSlot];
+          for (int i = 0; i < 8; ++i) sum_sq += f[i] * f[i];
+          const float inv_rms = rsqrtf(group_sum(sum_sq, kLanes) / kHeadDim + l.eps);
+          if (vector < 2) {
+            float w[8];
+            unpack8(load8(l.qk_norm + vector * kHeadDim + d0), w);
 #pragma unroll
-        for (int u = 0; u < kKeysPerSlot; ++u) {
-          const int j = base + u * kSlots + slot;
-          const bf16* key = keys + static_cast<long long>(j <= pos ? j : lo) * (2 * kv_cols);
-          k[u] = *reinterpret_cast<const uint4*>(key);
-          v[u] = *reinterpret_cast<const uint4*>(key + kv_cols);
+            for (int i = 0; i < 8; ++i) f[i] = round_bf16(round_bf16(f[i] * inv_rms) * w[i]);
+          }
         }
-        // Scores of the round's keys first (independent shuffles), then one softmax update for
-        // the lot: no chain of dependent updates from key to key.
-        float s[kKeysPerSlot];
-        float m_new = m;
+        // RopeTile's arithmetic: (x[i], x[i + d/2]) of a head sit kLanes / 2 lanes apart.
+        float other[8];
 #pragma unroll
-        for (int u = 0; u < kKeysPerSlot; ++u) {
-          float kf[8];
-          unpack8(*reinterpret_cast<const Vec8*>(&k[u]), kf);
-          float dot = 0.f;
+        for (int i = 0; i < 8; ++i) other[i] = __shfl_xor_sync(0xffffffffu, f[i], kLanes / 2);
+        if (vector < 2) {
+          const bool first_half = d0 < kHalf;
+          const float p = static_cast<float>(pos);
 #pragma unroll
-          for (int i = 0; i < 8; ++i) dot += q[i] * kf[i];
-          s[u] = group_sum(dot, kLanesPerKey);
-          if (base + u * kSlots + slot <= pos) m_new = fmaxf(m_new, s[u]);
+          for (int i = 0; i < 8; ++i) {
+            float sn, cs;
+            sincosf(p * freq[d0 % kHalf + i], &sn, &cs);
+            f[i] = first_half ? f[i] * cs - other[i] * sn : f[i] * cs + other[i] * sn;
+          }
         }
-        if (m_new == neg_inf) continue;  // no key for this slot in this round
-        const float correction = exp2f(m - m_new);
-        m = m_new;
-        sum *= correction;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] *= correction;
-#pragma unroll
-        for (int u = 0; u < kKeysPerSlot; ++u) {
-          if (base + u * kSlots + slot > pos) continue;
-          const float p = exp2f(s[u] - m_new);
-          float vf[8];
-          unpack8(*reinterpret_cast<const Vec8*>(&v[u]), vf);
-          sum += p;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[i] += p * vf[i];
+        if (vector < 3) {
+          const Vec8 packed = pack8(f);
+          store8(fresh + vector * kHeadDim + d0, packed);
+          if (vector > 0 && head % group == 0) {
+            const long long seq = static_cast<int>(row) / a.seq_len;
+            store8(l.cache_out + (seq * a.capacity + pos) * (2 * kv_cols) + (vector - 1) * kv_cols +
+                       kv_head * kHeadDim + d0,
+                   packed);
+          }
         }
-      }
-      float* mine = part + slot * kPartFloats;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) mine[d0 + i] = acc[i];
-      if (d0 == 0) {
-        mine[kHeadDim] = m;
-        mine[kHeadDim + 1] = sum;
       }
       tile_sync<kThreads>();
-      for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
-        float m_all = neg_inf;
-        for (int s = 0; s < kSlots; ++s) m_all = fmaxf(m_all, part[s * kPartFloats + kHeadDim]);
-        float total = 0.f, value = 0.f;
-        for (int s = 0; s < kSlots; ++s) {
-          const float* p = part + s * kPartFloats;
-          const float w = exp2f(p[kHeadDim] - m_all);
-          total += w * p[kHeadDim + 1];
-          value += w * p[d];
-        }
-        l.out[row * l.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(value / total);
-      }
-      tile_sync<kThreads>();  // shared memory is free again
+      Attend::attend(a, row, head, fresh, fresh + kHeadDim, reinterpret_cast<float*>(smem));
     }
   }
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "executor/tiles/common.cuh"
+#include "executor/tiles/rope.cuh"
 
 namespace megacut::tiles {
 
@@ -24,6 +25,17 @@ struct AttentionLayout {
   long long capacity;
   float scale;    // softmax scale, 1 / sqrt(head_dim)
   TileGrid grid;  // (rows, heads * head_dim), tile_cols = heads / kv_heads * head_dim
+};
+
+// qkv-attention (decode: one new row a sequence): q is the qkv output (q heads, k heads, v heads;
+// q_stride its columns), and the row's new key and value, normalized (qk_norm, where not null:
+// q_norm then k_norm, head_dim each) and rotated as qk-norm and rope would, go into the cache at
+// the row's position through cache_out (the cache, writable).
+struct QkvAttentionLayout : AttentionLayout {
+  bf16* cache_out;
+  const bf16* qk_norm;
+  float eps;
+  RopeFrequencies rope;
 };
 
 // Cache positions [lo, hi] that query position `pos` attends to.

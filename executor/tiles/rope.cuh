@@ -12,60 +12,64 @@
 
 namespace megacut::tiles {
 
+// The rotation's frequencies: HF's inverse frequency i (of head_dim / 2), fp32 step by step.
+struct RopeFrequencies {
+  int head_dim;  // multiple of 16
+  float theta;
+  int llama3;  // 1: Llama-3 frequency scaling with the four fields below
+  float factor;
+  float low_freq_factor;
+  float high_freq_factor;
+  float original_max_position;
+
+  __device__ float inverse(int i) const {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    const float inv = 1.0f / powf(theta, exponent);
+    if (!llama3) return inv;
+    const float low_freq_wavelen = original_max_position / low_freq_factor;
+    const float high_freq_wavelen = original_max_position / high_freq_factor;
+    const float wavelen = 6.283185307179586f / inv;
+    const float scaled = wavelen > low_freq_wavelen ? inv / factor : inv;
+    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    if (!medium) return scaled;
+    const float smooth =
+        (original_max_position / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+    return (1.0f - smooth) * scaled / factor + smooth * scaled;
+  }
+};
+
 struct RopeTile {
   struct Layout {
     const bf16* x;  // (rows, x_stride): q heads, then k heads, in the first out_cols columns
     bf16* out;      // (rows, out_cols), out_cols = (heads + kv_heads) * head_dim
     int x_stride;
     int out_cols;
-    int head_dim;  // multiple of 16
     int seq_len;
     int past_len;
-    float theta;
-    int llama3;  // 1: Llama-3 frequency scaling with the four fields below
-    float factor;
-    float low_freq_factor;
-    float high_freq_factor;
-    float original_max_position;
+    RopeFrequencies freq;
     TileGrid grid;  // (rows, out_cols), tile_cols a multiple of head_dim
   };
 
   static constexpr int kThreads = 128;
 
-  __host__ __device__ static int smem_bytes(const Layout& l) { return l.head_dim / 2 * 4; }
-
-  // HF's inverse frequency i (of head_dim / 2), fp32 step by step.
-  __device__ static float inv_freq(const Layout& l, int i) {
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(l.head_dim);
-    const float inv = 1.0f / powf(l.theta, exponent);
-    if (!l.llama3) return inv;
-    const float low_freq_wavelen = l.original_max_position / l.low_freq_factor;
-    const float high_freq_wavelen = l.original_max_position / l.high_freq_factor;
-    const float wavelen = 6.283185307179586f / inv;
-    const float scaled = wavelen > low_freq_wavelen ? inv / l.factor : inv;
-    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
-    if (!medium) return scaled;
-    const float smooth = (l.original_max_position / wavelen - l.low_freq_factor) /
-                         (l.high_freq_factor - l.low_freq_factor);
-    return (1.0f - smooth) * scaled / l.factor + smooth * scaled;
-  }
+  __host__ __device__ static int smem_bytes(const Layout& l) { return l.freq.head_dim / 2 * 4; }
 
   __device__ static void run(const Layout& l, long long tile, char* smem) {
     if (threadIdx.x >= kThreads) return;
     const TileBox box = l.grid.box(tile);
     float* freq = reinterpret_cast<float*>(smem);  // (head_dim / 2)
-    const int half = l.head_dim / 2;
-    for (int i = threadIdx.x; i < half; i += kThreads) freq[i] = inv_freq(l, i);
+    const int head_dim = l.freq.head_dim, half = head_dim / 2;
+    for (int i = threadIdx.x; i < half; i += kThreads) freq[i] = l.freq.inverse(i);
     tile_sync<kThreads>();
 
     const int chunks = half / 8;  // per head
-    const int heads_in_tile = box.cols() / l.head_dim;
+    const int heads_in_tile = box.cols() / head_dim;
     const int items = box.rows() * heads_in_tile * chunks;
     for (int item = threadIdx.x; item < items; item += kThreads) {
       const int chunk = item % chunks;
       const int head = item / chunks % heads_in_tile;
       const long long row = box.row_begin + item / chunks / heads_in_tile;
-      const long long col = box.col_begin + head * l.head_dim + 8 * chunk;
+      const long long col = box.col_begin + head * head_dim + 8 * chunk;
       const float pos = static_cast<float>(l.past_len + row % l.seq_len);
       float a[8], b[8];
       unpack8(load8(l.x + row * l.x_stride + col), a);

@@ -73,7 +73,7 @@ TEST(TileBodyName, FollowsTheTileShape) {
   EXPECT_EQ(name(prefill, "layers.0.attn.qkv"), ns + "LinearMmaTile<32, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float>");
   EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<128, __nv_bfloat16>");
-  EXPECT_EQ(name(decode, "layers.0.attn.attention"), ns + "AttentionDecodeTile<64>");
+  EXPECT_EQ(name(decode, "layers.0.attn.attention"), ns + "QkvAttentionDecodeTile<64>");
   EXPECT_EQ(name(prefill, "layers.0.attn.attention"), ns + "AttentionPrefillTile<64>");
   EXPECT_EQ(name(prefill, "final_norm"), ns + "RmsNormTile");
 }

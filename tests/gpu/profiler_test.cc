@@ -207,19 +207,21 @@ TEST(StageTraceTest, MeasuredTraceLaysStagesEndToEnd) {
 // The tile body each op kind's kernel runs (tile_kernel<Body>, or stream_kernel<Body> for a
 // weight-streaming body), for checking names on their own.
 std::string body_of(const std::string& kind) {
-  static const std::map<std::string, std::string> bodies = {{"embedding", "EmbeddingTile"},
-                                                            {"rmsnorm", "RmsNormTile"},
-                                                            {"linear", "Linear"},
-                                                            {"lm-head", "Linear"},
-                                                            {"norm-linear", "LinearStreamTile"},
-                                                            {"linear-residual", "LinearStreamTile"},
-                                                            {"qk-norm", "QkNormTile"},
-                                                            {"rope", "RopeTile"},
-                                                            {"kv-append", "KvAppendTile"},
-                                                            {"attention", "Attention"},
-                                                            {"silu-mul", "SiluMulTile"},
-                                                            {"residual-add", "ResidualAddTile"},
-                                                            {"argmax", "ArgmaxTile"}};
+  static const std::map<std::string, std::string> bodies = {
+      {"embedding", "EmbeddingTile"},
+      {"rmsnorm", "RmsNormTile"},
+      {"linear", "Linear"},
+      {"lm-head", "Linear"},
+      {"norm-linear", "LinearStreamTile"},
+      {"linear-residual", "LinearStreamTile"},
+      {"qk-norm", "QkNormTile"},
+      {"rope", "RopeTile"},
+      {"kv-append", "KvAppendTile"},
+      {"attention", "Attention"},
+      {"qkv-attention", "QkvAttentionDecodeTile"},
+      {"silu-mul", "SiluMulTile"},
+      {"residual-add", "ResidualAddTile"},
+      {"argmax", "ArgmaxTile"}};
   const auto it = bodies.find(kind);
   return it == bodies.end() ? "no body listed for kind " + kind : it->second;
 }

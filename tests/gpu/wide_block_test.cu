@@ -128,11 +128,16 @@ TEST(WideBlock, DecodeBodies) {
   MEGACUT_REQUIRE_GPU();
   const model::Graph g = build_stage("gqa16", 1, 50, 8);
   const std::string ns = "megacut::tiles::";
-  check_wide<tiles::AttentionDecodeTile<64>>(g, find_op(g, "layers.0.attn.attention"),
-                                             ns + "AttentionDecodeTile<64>", attention_layout);
+  check_wide<tiles::QkvAttentionDecodeTile<64>>(g, find_op(g, "layers.0.attn.attention"),
+                                                ns + "QkvAttentionDecodeTile<64>",
+                                                qkv_attention_layout);
   const model::Graph q = build_stage("oddqwen", 1, 20, 3);
-  check_wide<tiles::QkNormTile>(q, find_op(q, "layers.0.attn.qk_norm"), ns + "QkNormTile",
-                                qk_norm_layout);
+  const model::Graph q_prefill = build_stage("oddqwen", 7, 0, 3);
+  check_wide<tiles::QkNormTile>(q_prefill, find_op(q_prefill, "layers.0.attn.qk_norm"),
+                                ns + "QkNormTile", qk_norm_layout);
+  check_wide<tiles::QkvAttentionDecodeTile<32>>(q, find_op(q, "layers.0.attn.attention"),
+                                                ns + "QkvAttentionDecodeTile<32>",
+                                                qkv_attention_layout);
 }
 
 }  // namespace

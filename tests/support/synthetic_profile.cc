@@ -16,7 +16,7 @@ using model::constant_stats;
 // registers, so regions that mix them exercise the register rule.
 model::RegionConfig config_for(std::string_view kind) {
   if (kind == "linear" || kind == "lm-head") return {512, 96, 48 * 1024};
-  if (kind == "attention") return {128, 168, 16 * 1024};
+  if (kind == "attention" || kind == "qkv-attention") return {128, 168, 16 * 1024};
   return {128, 40, 0};
 }
 
