@@ -2,7 +2,7 @@
 // planner's top K, one megakernel per stage, all conventional with and without Programmatic
 // Dependent Launch, and R random compositions are each predicted from the profile alone, then
 // built and timed (one runner per batch and PDL setting, its weights uploaded once); the scores
-// (planner/validation.h) go to validation.json and validation.md, rewritten after each batch so
+// (validation/validation.h) go to validation.json and validation.md, rewritten after each batch so
 // that an interrupted sweep keeps what it measured. A progress line shows where the sweep is when
 // stdout is a terminal.
 
@@ -26,8 +26,8 @@
 #include "model/output_file.h"
 #include "model/random_composition.h"
 #include "planner/plan.h"
-#include "planner/validation.h"
 #include "profiler/profiler.h"
+#include "validation/validation.h"
 
 namespace megacut::app {
 namespace {
@@ -59,9 +59,9 @@ std::string percent(const std::optional<double>& fraction) {
   return fraction ? model::percent_text(*fraction) : "-";
 }
 
-void write_outputs(const planner::Validation& v, const fs::path& dir) {
-  model::write_text_file(dir / "validation.json", planner::validation_to_json(v).dump(1) + "\n");
-  model::write_text_file(dir / "validation.md", planner::validation_markdown(v));
+void write_outputs(const validation::Validation& v, const fs::path& dir) {
+  model::write_text_file(dir / "validation.json", validation::validation_to_json(v).dump(1) + "\n");
+  model::write_text_file(dir / "validation.md", validation::validation_markdown(v));
 }
 
 // The linear provider the profile measured: cuBLASLt if any of its kernels came from it.
@@ -133,9 +133,9 @@ void check_stages(const executor::ScenarioRunner& runner,
 // measuring a candidate only loads cubins. A kernel that fails to compile is left for its
 // candidate's measurement to report.
 void precompile(const executor::ScenarioRunner& runner,
-                const std::vector<planner::CandidateResult>& candidates, int arch, Terminal& t) {
+                const std::vector<validation::CandidateResult>& candidates, int arch, Terminal& t) {
   std::set<std::string> sources;
-  for (const planner::CandidateResult& c : candidates) {
+  for (const validation::CandidateResult& c : candidates) {
     for (int s = 0; s < runner.stage_count(); ++s) {
       const model::Graph& g = runner.stage_graph(s);
       for (const model::Region& r : c.candidate.composition.regions(g.stage())) {
@@ -176,7 +176,7 @@ struct Sweep {
   Clock::time_point start = Clock::now();
 };
 
-void print_candidate(Terminal& t, size_t index, size_t count, const planner::CandidateResult& c,
+void print_candidate(Terminal& t, size_t index, size_t count, const validation::CandidateResult& c,
                      Clock::time_point since) {
   std::string text =
       printf_string("  %2zu/%zu %-22s", index + 1, count, c.candidate.label().c_str());
@@ -192,8 +192,8 @@ void print_candidate(Terminal& t, size_t index, size_t count, const planner::Can
     text += printf_string(", measured p50 %9.4f p95 %9.4f", ttfo.p50, ttfo.p95);
     if (c.predicted) {
       const double p = static_cast<double>(c.predicted->ttfo_ns) / 1e6;
-      text +=
-          printf_string(" (error %.1f%%)", 100 * planner::absolute_percentage_error(p, ttfo.p50));
+      text += printf_string(" (error %.1f%%)",
+                            100 * validation::absolute_percentage_error(p, ttfo.p50));
     }
     text += printf_string("; decode step p50 %.4f ms", step.p50);
   }
@@ -207,7 +207,7 @@ void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario
                    const executor::HostWeights& weights, executor::RunOptions options,
                    const std::vector<model::StageShape>& shapes, const std::string& profile,
                    const executor::DeviceInfo& device,
-                   std::vector<planner::CandidateResult>& candidates, const Sweep& sweep,
+                   std::vector<validation::CandidateResult>& candidates, const Sweep& sweep,
                    Terminal& t) {
   std::vector<size_t> order(candidates.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -216,7 +216,7 @@ void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario
   });
   std::unique_ptr<executor::ScenarioRunner> runner;
   for (size_t n = 0; n < order.size(); ++n) {
-    planner::CandidateResult& c = candidates[order[n]];
+    validation::CandidateResult& c = candidates[order[n]];
     const std::string what = "batch " + std::to_string(scenario.batch) + ", candidate " +
                              std::to_string(order[n] + 1) + " (" + c.candidate.label() + ", '" +
                              c.candidate.text + "'" + (c.candidate.pdl ? " with PDL" : "") + ")";
@@ -239,7 +239,7 @@ void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario
     try {
       runner->set_composition(c.candidate.composition);
       const executor::Measurement m = runner->measure();
-      c.measured = planner::Measured{m.ttfo, m.decode_step};
+      c.measured = validation::Measured{m.ttfo, m.decode_step};
     } catch (const Error& e) {
       c.measurement_error = e.what();
       t.line("  " + what + ": not measured: " + e.what());
@@ -248,8 +248,8 @@ void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario
   }
 }
 
-void print_batch(Terminal& t, const planner::BatchValidation& b) {
-  const planner::BatchMetrics& m = b.metrics;
+void print_batch(Terminal& t, const validation::BatchValidation& b) {
+  const validation::BatchMetrics& m = b.metrics;
   auto name = [&](const std::optional<size_t>& i) {
     return i ? "'" + b.candidates[*i].candidate.label() + "'" : std::string("none");
   };
@@ -302,7 +302,7 @@ void run(const ValidateCommandOptions& o) {
   const Clock::time_point start = Clock::now();
   if (o.profile.empty()) profile = profile_model(o, batches, out / "profile.json", t);
 
-  planner::Validation v;
+  validation::Validation v;
   v.model = spec.name;
   v.device = device.name;
   v.profile = o.profile.empty() ? (out / "profile.json").string() : o.profile;
@@ -366,25 +366,25 @@ void run(const ValidateCommandOptions& o) {
     std::vector<model::Composition> random;
     for (int r = 0; r < o.random; ++r) random.push_back(model::random_composition(graphs, rng));
 
-    planner::BatchValidation b;
+    validation::BatchValidation b;
     b.batch = batch;
     b.notes = plan.batch(batch).notes;
-    b.candidates = planner::predict_candidates(
+    b.candidates = validation::predict_candidates(
         profile, {}, batch,
-        planner::validation_candidates(plan.batch(batch), shapes, random, /*with_pdl=*/true));
+        validation::validation_candidates(plan.batch(batch), shapes, random, /*with_pdl=*/true));
     t.line(printf_string("batch %lld: %zu candidates", static_cast<long long>(batch),
                          b.candidates.size()));
     measure_batch(spec, model::make_scenario(spec, batch, profile.prompt_len, profile.frames),
                   weights, run_options, shapes, v.profile, device, b.candidates,
                   Sweep{i, batches.size(), start}, t);
-    b.metrics = planner::score_batch(b.candidates);
-    for (const planner::CandidateResult& c : b.candidates) unmeasured += !c.measured;
+    b.metrics = validation::score_batch(b.candidates);
+    for (const validation::CandidateResult& c : b.candidates) unmeasured += !c.measured;
     v.batches.push_back(std::move(b));
     write_outputs(v, out);
     print_batch(t, v.batches.back());
   }
 
-  const planner::OverallMetrics overall = planner::score_overall(v.batches);
+  const validation::OverallMetrics overall = validation::score_overall(v.batches);
   t.line(printf_string(
       "overall: TTFO MAPE %s (worst batch %s), decode step MAPE %s over %d candidates; hits %d "
       "of %d; lowest Kendall tau %s; %s",
@@ -393,7 +393,7 @@ void run(const ValidateCommandOptions& o) {
       overall.min_kendall_tau ? printf_string("%.3f", *overall.min_kendall_tau).c_str() : "-",
       seconds_text(start).c_str()));
   t.line("validation written to " + (out / "validation.json").string() + " (" +
-         std::string(planner::kValidationSchema) + ") and " + (out / "validation.md").string());
+         std::string(validation::kValidationSchema) + ") and " + (out / "validation.md").string());
   if (unmeasured > 0) {
     throw Error(std::to_string(unmeasured) +
                 " candidates could not be measured; validation.md says which and why");

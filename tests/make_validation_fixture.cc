@@ -15,11 +15,12 @@
 #include "model/stats.h"
 #include "model/trace_events.h"
 #include "planner/plan.h"
-#include "planner/validation.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
+#include "validation/validation.h"
 
 namespace mp = megacut::planner;
+namespace mv = megacut::validation;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   try {
     const megacut::model::Profile profile = megacut::model::read_profile(argv[1]);
     const mp::Plan plan = mp::make_plan(profile, {.batches = {1, 2}, .top_k = 2, .threads = 1});
-    mp::Validation v;
+    mv::Validation v;
     v.model = profile.model_name;
     v.device = "test GPU";
     v.profile = argv[1];
@@ -42,20 +43,20 @@ int main(int argc, char** argv) {
     v.category = std::string(mp::category_name(plan.category));
     const double moves[] = {0.97, 1.0, 1.04};
     for (const mp::BatchPlan& b : plan.batches) {
-      mp::BatchValidation bv;
+      mv::BatchValidation bv;
       bv.batch = b.batch;
-      const auto candidates = mp::validation_candidates(b, plan.stages, {}, true);
-      bv.candidates = mp::predict_candidates(profile, {}, b.batch, candidates);
+      const auto candidates = mv::validation_candidates(b, plan.stages, {}, true);
+      bv.candidates = mv::predict_candidates(profile, {}, b.batch, candidates);
       for (size_t i = 0; i + 1 < bv.candidates.size(); ++i) {
-        mp::CandidateResult& c = bv.candidates[i];
+        mv::CandidateResult& c = bv.candidates[i];
         if (!c.predicted) continue;
         const double move = moves[i % 3];
-        c.measured = mp::Measured{
+        c.measured = mv::Measured{
             megacut::model::constant_stats(c.predicted->ttfo_ns * move / 1e6, "ms"),
             megacut::model::constant_stats(c.predicted->decode_step_ns * move / 1e6, "ms")};
       }
       bv.candidates.back().measurement_error = "not measured (fixture)";
-      bv.metrics = mp::score_batch(bv.candidates);
+      bv.metrics = mv::score_batch(bv.candidates);
       v.batches.push_back(std::move(bv));
     }
     megacut::simulator::Simulator sim(profile, {.record_spans = true});
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(argv[2]);
     const std::filesystem::path out = std::filesystem::path(argv[2]) / "validation.json";
     std::ofstream file(out);
-    if (!file || !(file << mp::validation_to_json(v).dump(1) << "\n")) {
+    if (!file || !(file << mv::validation_to_json(v).dump(1) << "\n")) {
       throw megacut::Error(out.string() + ": cannot write file");
     }
   } catch (const std::exception& e) {

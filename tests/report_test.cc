@@ -1,7 +1,7 @@
-// The cross-model report (planner/report.h): the table rows, overall figures and plot data of
+// The cross-model report (validation/report.h): the table rows, overall figures and plot data of
 // hand-made validations whose expected values are worked out from their inputs, the mk coverage
 // from simulating the candidates again, and the plot file names.
-#include "planner/report.h"
+#include "validation/report.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "tests/support/candidate_results.h"
 #include "tests/support/synthetic_profile.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 namespace {
 
 using model::RegionKind;
@@ -215,8 +215,8 @@ TEST(ReportTest, CoverageFromSimulatingTheCandidatesAgain) {
   simulator::Simulator plain(profile), pdl(profile, {.pdl = true});
   const model::Composition& mk = m.validation.batches[0].candidates[1].candidate.composition;
   const model::Composition& mixed = m.validation.batches[0].candidates[2].candidate.composition;
-  EXPECT_EQ(m.coverage[0][1], evaluate(plain.simulate(mk, 1), mk).coverage());
-  EXPECT_EQ(m.coverage[0][2], evaluate(pdl.simulate(mixed, 1), mixed).coverage());
+  EXPECT_EQ(m.coverage[0][1], planner::evaluate(plain.simulate(mk, 1), mk).coverage());
+  EXPECT_EQ(m.coverage[0][2], planner::evaluate(pdl.simulate(mixed, 1), mixed).coverage());
   EXPECT_GT(*m.coverage[0][1], 0.5);
   EXPECT_LT(*m.coverage[0][2], *m.coverage[0][1]);
   EXPECT_FALSE(m.coverage[0][3]);  // no prediction, so no coverage
@@ -275,4 +275,4 @@ TEST(ReportTest, PlotFilesAndOneValidationPerModel) {
 }
 
 }  // namespace
-}  // namespace megacut::planner
+}  // namespace megacut::validation

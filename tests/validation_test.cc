@@ -1,7 +1,7 @@
-// Validation (planner/validation.h): the candidate list and its merging of duplicates,
+// Validation (validation/validation.h): the candidate list and its merging of duplicates,
 // predictions from the profile alone, Kendall's tau-b, the errors, MAPE and the hit rule on
 // measurements whose expected scores are worked out by hand, and the two outputs.
-#include "planner/validation.h"
+#include "validation/validation.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "tests/support/candidate_results.h"
 #include "tests/support/synthetic_profile.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 namespace {
 
 using model::Region;
@@ -47,7 +47,7 @@ TEST(ValidationTest, MergeConvRegionsJoinsOnlyAdjacentConv) {
 }
 
 TEST(ValidationTest, CandidatesInOrderWithDuplicatesMergedUnderEveryLabel) {
-  BatchPlan plan;
+  planner::BatchPlan plan;
   plan.batch = 4;
   plan.ranked.resize(3);
   plan.ranked[0].composition = parse("conv");
@@ -415,4 +415,4 @@ TEST(ValidationTest, JsonErrorsNameTheFileAndField) {
 }
 
 }  // namespace
-}  // namespace megacut::planner
+}  // namespace megacut::validation

@@ -1,4 +1,4 @@
-// Hand-made validation candidates for the planner's tests: a candidate with or without a
+// Hand-made validation candidates for the validation tests: a candidate with or without a
 // prediction and a measurement, and constant run statistics to measure it with.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "model/stats.h"
-#include "planner/validation.h"
+#include "validation/validation.h"
 
 namespace megacut::testing {
 
@@ -26,13 +26,13 @@ inline model::LatencyStats run_stats(double p50, double p95, const std::string& 
 
 // `candidate` predicted at (TTFO, decode step) ms and measured with `measured`; where either is
 // absent, the reason is "no task benchmark" or "watchdog".
-inline planner::CandidateResult candidate_result(
-    planner::Candidate candidate, std::optional<std::pair<double, double>> predicted_ms,
-    std::optional<planner::Measured> measured) {
-  planner::CandidateResult r;
+inline validation::CandidateResult candidate_result(
+    validation::Candidate candidate, std::optional<std::pair<double, double>> predicted_ms,
+    std::optional<validation::Measured> measured) {
+  validation::CandidateResult r;
   r.candidate = std::move(candidate);
   if (predicted_ms) {
-    r.predicted = planner::Predicted{
+    r.predicted = validation::Predicted{
         static_cast<simulator::TimeNs>(std::llround(predicted_ms->first * 1e6)),
         static_cast<simulator::TimeNs>(std::llround(predicted_ms->second * 1e6))};
   } else {

@@ -1,4 +1,4 @@
-#include "planner/validation.h"
+#include "validation/validation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "model/json_field.h"
 #include "model/text.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 namespace {
 
 using nlohmann::json;
@@ -255,7 +255,7 @@ void add_candidate(std::vector<Candidate>& list, std::string label,
   list.push_back({{std::move(label)}, std::move(merged), std::move(text), pdl});
 }
 
-std::vector<Candidate> validation_candidates(const BatchPlan& plan,
+std::vector<Candidate> validation_candidates(const planner::BatchPlan& plan,
                                              const std::vector<model::StageShape>& shapes,
                                              const std::vector<model::Composition>& random,
                                              bool with_pdl) {
@@ -509,4 +509,4 @@ std::string validation_markdown(const Validation& v) {
   return md;
 }
 
-}  // namespace megacut::planner
+}  // namespace megacut::validation

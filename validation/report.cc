@@ -1,4 +1,4 @@
-#include "planner/report.h"
+#include "validation/report.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include "model/text.h"
 #include "simulator/simulator.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 namespace {
 
 using nlohmann::json;
@@ -69,8 +69,8 @@ void add_coverage(ReportModel& m, const model::Profile& profile) {
               profile, simulator::SimOptions{.pdl = c.candidate.pdl});
         }
         try {
-          const Evaluated e =
-              evaluate(sim->simulate(c.candidate.composition, b.batch), c.candidate.composition);
+          const planner::Evaluated e = planner::evaluate(
+              sim->simulate(c.candidate.composition, b.batch), c.candidate.composition);
           share = e.coverage();
           if (c.predicted->ttfo_ns > 0) {
             moved =
@@ -266,11 +266,11 @@ std::string report_markdown(const std::vector<ReportModel>& models) {
   md +=
       "- category: the planner's, over the validated batch sizes: how its best composition (top "
       "1) moves with batch size\n";
-  for (Category c : kCategories) {
-    md +=
-        "  - " + std::string(category_name(c)) + ": " + std::string(category_definition(c)) + "\n";
+  for (planner::Category c : planner::kCategories) {
+    md += "  - " + std::string(planner::category_name(c)) + ": " +
+          std::string(planner::category_definition(c)) + "\n";
   }
   return md;
 }
 
-}  // namespace megacut::planner
+}  // namespace megacut::validation

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "model/profile.h"
-#include "planner/validation.h"
+#include "validation/validation.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 
 inline constexpr std::string_view kReportDataSchema = "megacut.report-data/1";
 
@@ -75,4 +75,4 @@ nlohmann::json report_data_json(const std::vector<ReportModel>& models);
 // category), the overall figures per model, links to the plots and the definitions.
 std::string report_markdown(const std::vector<ReportModel>& models);
 
-}  // namespace megacut::planner
+}  // namespace megacut::validation

@@ -34,7 +34,7 @@
 #include "planner/plan.h"
 #include "simulator/simulator.h"
 
-namespace megacut::planner {
+namespace megacut::validation {
 
 inline constexpr std::string_view kValidationSchema = "megacut.validation/1";
 
@@ -60,14 +60,14 @@ void add_candidate(std::vector<Candidate>& list, std::string label,
 // The candidates of one batch, in this order: the plan's ranked compositions ("top 1" .. "top
 // K"), one megakernel per stage ("mk"), all conventional ("conv"), all conventional with PDL
 // ("conv+pdl", when `with_pdl`), then `random` ("random 1" ..); duplicates merged.
-std::vector<Candidate> validation_candidates(const BatchPlan& plan,
+std::vector<Candidate> validation_candidates(const planner::BatchPlan& plan,
                                              const std::vector<model::StageShape>& shapes,
                                              const std::vector<model::Composition>& random,
                                              bool with_pdl);
 
 struct Predicted {
-  TimeNs ttfo_ns = 0;
-  TimeNs decode_step_ns = 0;
+  simulator::TimeNs ttfo_ns = 0;
+  simulator::TimeNs decode_step_ns = 0;
   friend bool operator==(const Predicted&, const Predicted&) = default;
 };
 
@@ -178,4 +178,4 @@ std::string tau_cell(const std::optional<double>& tau);
 std::string hit_cell(const std::optional<bool>& hit);
 std::string candidate_cell(const BatchValidation& batch, const std::optional<size_t>& index);
 
-}  // namespace megacut::planner
+}  // namespace megacut::validation
