@@ -245,7 +245,8 @@ class Attention final : public Kind {
 // the query and the key as those ops would, rounding where they round, and attends over the
 // cached positions (input 1, the KV cache: a state tensor no op of the stage writes) and the new
 // one; the tile of the KV head's first query head also writes the new key and value into the
-// cache. qk-norm, rope, kv-append and attention in one op: three dependency hops fewer.
+// cache. rope, kv-append (and qk-norm) and attention in one op: two dependency hops fewer
+// (three with qk-norm).
 class QkvAttention final : public Kind {
  public:
   QkvAttention() : Kind("qkv-attention", {Access::head_grouped, Access::windowed}) {}
