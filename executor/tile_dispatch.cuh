@@ -54,26 +54,25 @@ decltype(auto) linear(const tiles::LinearLayout<OutT>& l, const LinearShape& s, 
   }
 }
 
-template <int kHeadDim, class Visit>
-decltype(auto) attention_hd(const tiles::AttentionLayout& l, const AttentionShape& s,
-                            Visit& visit) {
-  using namespace tiles;
-  if (s.decode) return call<AttentionDecodeTile<kHeadDim>>(visit, l);
-  return call<AttentionPrefillTile<kHeadDim>>(visit, l);
+// An attention body of the op's head_dim (16, 32, 64, 128).
+template <template <int> class Body, class Visit>
+decltype(auto) per_head_dim(const typename Body<16>::Layout& l, int head_dim, Visit& visit) {
+  switch (head_dim) {
+    case 16:
+      return call<Body<16>>(visit, l);
+    case 32:
+      return call<Body<32>>(visit, l);
+    case 64:
+      return call<Body<64>>(visit, l);
+    default:
+      return call<Body<128>>(visit, l);
+  }
 }
 
 template <class Visit>
 decltype(auto) attention(const tiles::AttentionLayout& l, const AttentionShape& s, Visit& visit) {
-  switch (s.head_dim) {
-    case 16:
-      return attention_hd<16>(l, s, visit);
-    case 32:
-      return attention_hd<32>(l, s, visit);
-    case 64:
-      return attention_hd<64>(l, s, visit);
-    default:
-      return attention_hd<128>(l, s, visit);
-  }
+  if (s.decode) return per_head_dim<tiles::AttentionDecodeTile>(l, s.head_dim, visit);
+  return per_head_dim<tiles::AttentionPrefillTile>(l, s.head_dim, visit);
 }
 
 template <bool kTranspose, class Visit>
@@ -126,17 +125,8 @@ decltype(auto) visit_tile_body(const model::Graph& g, int op, const StageBuffers
   if (kind == "kv-append") return call<tiles::KvAppendTile>(visit, kv_append_layout(g, o, b));
   if (kind == "attention") return attention(attention_layout(g, o, b), attention_shape(o), visit);
   if (kind == "qkv-attention") {
-    const tiles::QkvAttentionLayout l = qkv_attention_layout(g, o, b);
-    switch (attention_shape(o).head_dim) {
-      case 16:
-        return call<tiles::QkvAttentionDecodeTile<16>>(visit, l);
-      case 32:
-        return call<tiles::QkvAttentionDecodeTile<32>>(visit, l);
-      case 64:
-        return call<tiles::QkvAttentionDecodeTile<64>>(visit, l);
-      default:
-        return call<tiles::QkvAttentionDecodeTile<128>>(visit, l);
-    }
+    return per_head_dim<tiles::QkvAttentionDecodeTile>(qkv_attention_layout(g, o, b),
+                                                       attention_shape(o).head_dim, visit);
   }
   if (kind == "silu-mul") return call<tiles::SiluMulTile>(visit, silu_mul_layout(g, o, b));
   if (kind == "residual-add") {

@@ -197,18 +197,9 @@ tiles::AttentionLayout attention_layout(const Graph& g, const Op& op, const Stag
 
 tiles::QkvAttentionLayout qkv_attention_layout(const Graph& g, const Op& op,
                                                const StageBuffers& b) {
-  const int hd = attr_int(op, "head_dim");
-  tiles::bf16* cache = tensor_ptr<tiles::bf16>(g, op, op.inputs[1], b);
-  return {{tensor_ptr<const tiles::bf16>(g, op, op.inputs[0], b), cache,
-           tensor_ptr<tiles::bf16>(g, op, op.output, b), static_cast<int>(cols_of(g, op.inputs[0])),
-           attr_int(op, "heads"), attr_int(op, "kv_heads"), hd, attr_int(op, "seq_len"),
-           attr_int(op, "past_len"), op.attrs.has("window") ? attr_int(op, "window") : 0,
-           kv_capacity(g, op, b), static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd))),
-           tile_grid(op.tiling)},
-          cache,
+  return {attention_layout(g, op, b), tensor_ptr<tiles::bf16>(g, op, op.inputs[1], b),
           op.weights.empty() ? nullptr : weight_ptr(op, b),
-          op.attrs.has("eps") ? static_cast<float>(op.attrs.f("eps")) : 0.f,
-          rope_frequencies(op)};
+          op.attrs.has("eps") ? static_cast<float>(op.attrs.f("eps")) : 0.f, rope_frequencies(op)};
 }
 
 tiles::SiluMulTile::Layout silu_mul_layout(const Graph& g, const Op& op, const StageBuffers& b) {

@@ -167,15 +167,15 @@ struct QkvAttentionDecodeTile {
     if (threadIdx.x >= 64 && threadIdx.x < 64 + kHalf) {
       freq[threadIdx.x - 64] = l.rope.inverse(threadIdx.x - 64);
     }
-    const int vector = threadIdx.x / kLanes;  // 0 the query, 1 the key, 2 the value
+    const int role = threadIdx.x / kLanes;  // 0 the query, 1 the key, 2 the value
     const int d0 = threadIdx.x % kLanes * 8;
-    const int col = vector == 0   ? head * kHeadDim
-                    : vector == 1 ? (a.heads + kv_head) * kHeadDim
-                                  : (a.heads + a.kv_heads + kv_head) * kHeadDim;
+    const int col = role == 0   ? head * kHeadDim
+                    : role == 1 ? (a.heads + kv_head) * kHeadDim
+                                : (a.heads + a.kv_heads + kv_head) * kHeadDim;
     for (long long row = box.row_begin; row < box.row_end; ++row) {
       const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
       float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (threadIdx.x < 64 && vector < 3) unpack8(load8(a.q + row * a.q_stride + col + d0), f);
+      if (threadIdx.x < 64 && role < 3) unpack8(load8(a.q + row * a.q_stride + col + d0), f);
       tile_sync<kThreads>();         // the frequencies
       if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
         if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
@@ -183,9 +183,9 @@ struct QkvAttentionDecodeTile {
 #pragma unroll
           for (int i = 0; i < 8; ++i) sum_sq += f[i] * f[i];
           const float inv_rms = rsqrtf(group_sum(sum_sq, kLanes) / kHeadDim + l.eps);
-          if (vector < 2) {
+          if (role < 2) {
             float w[8];
-            unpack8(load8(l.qk_norm + vector * kHeadDim + d0), w);
+            unpack8(load8(l.qk_norm + role * kHeadDim + d0), w);
 #pragma unroll
             for (int i = 0; i < 8; ++i) f[i] = round_bf16(round_bf16(f[i] * inv_rms) * w[i]);
           }
@@ -194,7 +194,7 @@ struct QkvAttentionDecodeTile {
         float other[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) other[i] = __shfl_xor_sync(0xffffffffu, f[i], kLanes / 2);
-        if (vector < 2) {
+        if (role < 2) {
           const bool first_half = d0 < kHalf;
           const float p = static_cast<float>(pos);
 #pragma unroll
@@ -204,12 +204,12 @@ struct QkvAttentionDecodeTile {
             f[i] = first_half ? f[i] * cs - other[i] * sn : f[i] * cs + other[i] * sn;
           }
         }
-        if (vector < 3) {
+        if (role < 3) {
           const Vec8 packed = pack8(f);
-          store8(fresh + vector * kHeadDim + d0, packed);
-          if (vector > 0 && head % group == 0) {
+          store8(fresh + role * kHeadDim + d0, packed);
+          if (role > 0 && head % group == 0) {
             const long long seq = static_cast<int>(row) / a.seq_len;
-            store8(l.cache_out + (seq * a.capacity + pos) * (2 * kv_cols) + (vector - 1) * kv_cols +
+            store8(l.cache_out + (seq * a.capacity + pos) * (2 * kv_cols) + (role - 1) * kv_cols +
                        kv_head * kHeadDim + d0,
                    packed);
           }
