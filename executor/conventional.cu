@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
 }
 
 // A streamed body's persistent kernel: shared memory is the body's scratch (scratch_bytes,
-// 128-byte aligned), then the ring of `slots` slots; `map` is the weights' tensor map. Thread
-// kThreads streams the weights of the CTA's tiles; the body's threads run them.
+// 128-byte aligned), then the room of the ring of `slots` slots; `map` is the weights' tensor
+// map. Thread kThreads streams the weights of the CTA's tiles; the body's threads run them.
 template <class Body>
 __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, const typename Body::Layout layout,
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
   static_assert(Body::kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
-  const tiles::StreamRing ring{smem + scratch_bytes, full, empty, slots};
+  const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots};
   // A wait this long is a defect of ours: trap rather than hang.
   constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;
   if (threadIdx.x == 0) init_stream_ring(ring);
@@ -155,7 +155,9 @@ struct StreamLaunch {
   int ctas = 0;
   int scratch_bytes = 0;
   int slots = 0;
-  int smem_bytes() const { return scratch_bytes + slots * tiles::kStreamSlotBytes; }
+  int smem_bytes() const {
+    return scratch_bytes + tiles::kStreamRingAlignBytes + slots * tiles::kStreamSlotBytes;
+  }
 };
 
 // The device's SMs and the shared memory stream_kernel<Body> may take beyond its static part;
@@ -190,7 +192,8 @@ StreamLaunch stream_launch(const typename Body::Layout& layout) {
   StreamLaunch s;
   s.scratch_bytes = (Body::smem_bytes(layout) + 127) / 128 * 128;
   s.slots = std::min(tiles::kStreamMaxSlots,
-                     (d.dynamic_smem_bytes - s.scratch_bytes) / tiles::kStreamSlotBytes);
+                     (d.dynamic_smem_bytes - s.scratch_bytes - tiles::kStreamRingAlignBytes) /
+                         tiles::kStreamSlotBytes);
   if (s.slots < 2) {
     throw Error("a weight-streaming kernel needs " + std::to_string(s.scratch_bytes) +
                 " bytes of scratch and two 16 KB slots; the device has " +

@@ -184,16 +184,17 @@ struct MegakernelRegion::Impl {
     config.dynamic_smem_bytes = (scratch_bytes + 127) / 128 * 128;
     if (streamed) {
       config.block_threads += tiles::kRegionProducerThreads;
-      config.ring_slots = std::min(
-          tiles::kStreamMaxSlots,
-          (device.smem_per_block_optin - config.static_smem_bytes - config.dynamic_smem_bytes) /
-              tiles::kStreamSlotBytes);
+      config.ring_slots = std::min(tiles::kStreamMaxSlots,
+                                   (device.smem_per_block_optin - config.static_smem_bytes -
+                                    config.dynamic_smem_bytes - tiles::kStreamRingAlignBytes) /
+                                       tiles::kStreamSlotBytes);
       if (config.ring_slots < 2) {
         throw Error(name + ": its bodies' " + std::to_string(scratch_bytes) +
                     " bytes of scratch leave no room for a weight ring of two 16 KB slots");
       }
       ring_offset = config.dynamic_smem_bytes;
-      config.dynamic_smem_bytes += config.ring_slots * tiles::kStreamSlotBytes;
+      config.dynamic_smem_bytes +=
+          tiles::kStreamRingAlignBytes + config.ring_slots * tiles::kStreamSlotBytes;
     }
     int max_threads = 0;
     cu_check(d.func_get_attribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function),

@@ -68,7 +68,7 @@ struct Params {
   TaskTiming* timings;               // one per task, or null
   unsigned long long* cta_entry_ns;  // one per CTA, with timings: its first instruction's time
   unsigned long long watchdog_ns;    // how long one wait may last before the region gives up
-  int ring_offset;                   // bytes into dynamic shared memory: the weight ring
+  int ring_offset;                   // bytes into dynamic shared memory: the weight ring's room
   int ring_slots;                    // its slots (tiles/stream.cuh); 0 without streamed bodies
   int region;                        // reported in errors
   int pad;

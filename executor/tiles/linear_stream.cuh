@@ -2,8 +2,11 @@
 // reading the tile's C weight rows once. The weights come through the CTA's weight stream
 // (tiles/stream.cuh): stage s holds k [s * kStageK, (s + 1) * kStageK) of the tile's C rows,
 // zero past the matrix's edges, so the body never waits on device memory for them once the
-// producer is ahead; only x, an activation, is loaded by the body itself, from L2, kAhead stages
-// before its use so that its latency hides behind the stages between.
+// producer is ahead; only x, an activation, is loaded by the body itself. Where the tile's x
+// rows fit kStagedXBytes (a decode step's one row a sequence), they are copied into shared
+// memory once, before the first stage, and the stages read them there: a stage then costs its
+// shared-memory reads and products alone, not an L2 round trip under the weight stream's load.
+// Larger x is read from L2 into registers kAhead stages before its use.
 //
 // The products run on tensor cores with the weights as the M side (m16n8k16: 16 weight rows by
 // 8 rows of x), so a batch of one wastes 7/8 of N but none of the weight stream. Each lane reads
@@ -11,14 +14,16 @@
 // may visit k in any order as long as W and x agree, so those 8 serve as the lane's fragment
 // elements of two k16 steps (logical k 2q,2q+1 / 2q+8,2q+9 of step t = physical 8q+4t+0,1 /
 // 8q+4t+2,3). A stage is 16 units of (16 weight rows, 32 k) whatever the tile width; each of the
-// 8 warps takes two, the same two in every stage, and keeps its sums in registers. At the end the
-// warps of each 16-row block meet in shared memory and are summed in a fixed order: no atomics,
-// so a tile's result does not depend on which warp finishes first.
+// 8 warps takes two, the same two in every stage, and keeps their sums in registers, one chain of
+// products per unit where x is one block of 8 rows (two chains half as long as one). At the end
+// the warps of each 16-row block meet in shared memory and are summed in a fixed order: no
+// atomics, so a tile's result does not depend on which warp finishes first.
 //
 // The fusions of a decode step (LinearFusion, tiles/linear_layout.cuh) change only what a lane
 // makes of its x loads and what the store makes of the sums: normed multiplies each x by the
-// norm's scale and sums the squares of the raw x on the way (the warps of the first 16-row block
-// see every k of every row once), so the row's rsqrt(mean(x^2) + eps) scales the finished sum;
+// norm's scale and sums the squares of the raw x (when staging x, once per element; else on the
+// way, by the warps of the first 16-row block, which see every k of every row once), so the
+// row's rsqrt(mean(x^2) + eps) scales the finished sum;
 // normed_glu also streams, for the tile's output features c, the gate rows c and the up rows
 // n + c as the two halves of one tile of weight rows, and stores silu(gate) * up, each rounded to
 // bf16 first, as a gate_up linear and a silu-mul after it would; a residual is added to the sum
@@ -45,28 +50,50 @@ struct LinearStreamTile {
   static constexpr int kStageK = kStreamSlotBytes / (2 * kCols);  // 512, 256, 128, 64
   static constexpr int kBoxK = kStageK < 256 ? kStageK : 256;     // the copy engine's limit
   static constexpr int kBoxes = kStageK / kBoxK;                  // (kCols, kBoxK) boxes a stage
-  static constexpr int kUnitsPerBlock = kStageK / 32;             // (16 rows, 32 k) units
-  static constexpr int kWarpsPerBlock = kWarps / kMBlocks;        // 8, 4, 2, 1
+  static constexpr int kBoxBytes = kBoxK * kCols * 2;
+  // Where a box row is 128 bytes (the widest tiles), the copy engine lays it out with its
+  // 128-byte swizzle: 16-byte chunk c of row r at c ^ (r % 8), so the 8 rows a warp's lanes
+  // read at the same k fall in 8 bank groups instead of one. Narrower tiles keep rows of 256 or
+  // 512 bytes and their bank conflicts: cut into 128-byte boxes, their weights streamed slower
+  // (on the H200, Llama-3.2-1B's decode down, 16 columns, took 13.5 us a task against 8.8).
+  static constexpr bool kSwizzled = kBoxK * 2 == 128;
+  static constexpr int kUnitsPerBlock = kStageK / 32;       // (16 rows, 32 k) units
+  static constexpr int kWarpsPerBlock = kWarps / kMBlocks;  // 8, 4, 2, 1
   static constexpr bool kNormed = kFusion != LinearFusion::plain;
   static constexpr bool kGlu = kFusion == LinearFusion::normed_glu;
-  // x of the stages ahead in registers: 8 uint4 a lane of x at any row count.
+  // x of the stages ahead in registers where x is read from L2: 8 uint4 a lane at any row count.
   static constexpr int kAhead = kN8 == 1 ? 4 : kN8 <= 4 ? 2 : 1;
+  // The tile's x rows (normed: already multiplied by the norm's scale) are copied into shared
+  // memory before the first stage when they take at most this many bytes (a decode step's
+  // usual tile: one row): the stages then read them there, with no L2 round trip between a
+  // stage and its products and none of the norm's arithmetic in the loop.
+  static constexpr int kStagedXBytes = 16384;
   static_assert(kCols == 16 || kCols == 32 || kCols == 64 || kCols == 128, "tile width");
   static_assert(kN8 == 1 || kN8 == 2 || kN8 == 4 || kN8 == 8, "row blocks");
   static_assert(kMBlocks * kUnitsPerBlock == 2 * kWarps, "two units per warp per stage");
+  static_assert(!kSwizzled || (kBoxBytes / 2) % 1024 == 0, "swizzled boxes and parts");
 
-  // Partial sums: (kWarpsPerBlock, rows, kCols), rows padded to kN8 * 8; normed, then the first
-  // block's partial sums of squares (kWarpsPerBlock, rows).
-  __host__ __device__ static int smem_bytes(const Layout&) {
+  // Partial sums (kWarpsPerBlock, kN8 * 8, kCols); normed, the sums of squares (kWarpsPerBlock,
+  // kN8 * 8). Staged x first keeps each chunk's sum of squares in the partial sums' room.
+  __host__ __device__ static int partial_bytes() {
     return kWarpsPerBlock * kCols * kN8 * 8 * 4 + (kNormed ? kWarpsPerBlock * kN8 * 8 * 4 : 0);
+  }
+  // x staged in shared memory, (tile_rows, k) bf16; 0 where it does not fit kStagedXBytes.
+  __host__ __device__ static int staged_x_bytes(const Layout& l) {
+    const long long bytes = static_cast<long long>(l.grid.tile_rows) * l.k * 2;
+    return bytes <= kStagedXBytes ? static_cast<int>(bytes) : 0;
+  }
+  __host__ __device__ static int smem_bytes(const Layout& l) {
+    return partial_bytes() + staged_x_bytes(l);
   }
 
   // The matrix the tiles' rows come from: the op's weights (normed_glu: gate, then up); for
   // step-head every step's heads.
   __host__ __device__ static TensorMapShape map_shape(const Layout& l) {
-    if constexpr (kGlu) return {l.w, l.k, 2ll * l.n, kBoxK, kCols / 2};
+    constexpr int swizzle = kSwizzled ? 128 : 0;
+    if constexpr (kGlu) return {l.w, l.k, 2ll * l.n, kBoxK, kCols / 2, swizzle};
     const long long rows = l.step != nullptr ? static_cast<long long>(l.steps) * l.n : l.n;
-    return {l.w, l.k, rows, kBoxK, kCols};
+    return {l.w, l.k, rows, kBoxK, kCols, swizzle};
   }
 
   // The tile's weight rows, every k; step-head's follow the step, a stage input; normed_glu's in
@@ -80,7 +107,7 @@ struct LinearStreamTile {
     p.box_k = kBoxK;
     p.boxes = kBoxes;
     p.stages = (l.k + kStageK - 1) / kStageK;
-    p.box_bytes = kBoxK * kCols * 2;
+    p.box_bytes = kBoxBytes;
     p.after_prior_grids = l.step != nullptr;
     if constexpr (kGlu) {
       p.parts = 2;
@@ -88,6 +115,49 @@ struct LinearStreamTile {
       p.box_bytes /= 2;
     }
     return p;
+  }
+
+  // The tile's x rows into shared memory, (rows, k): normed, each multiplied by the norm's scale
+  // and rounded to bf16 as the products would have it, and each row's sum of squares of the raw
+  // x, summed in a fixed order, into squares[row] (the first of the kWarpsPerBlock partials;
+  // the others zero) for the epilogue.
+  __device__ static void stage_x(const Layout& l, const TileBox& box, bf16* staged,
+                                 float* chunk_squares, float* squares) {
+    const int rows = box.rows(), chunks_per_row = l.k / 8, chunks = rows * chunks_per_row;
+    const bf16* x = l.x + box.row_begin * l.k;
+    for (int i = threadIdx.x; i < chunks; i += kThreads) {
+      uint4 v = *reinterpret_cast<const uint4*>(x + i * 8);
+      if constexpr (kNormed) {
+        const uint4 scale = *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
+        float sum = 0.f;
+        v = make_uint4(operand_word(v.x, scale.x, sum), operand_word(v.y, scale.y, sum),
+                       operand_word(v.z, scale.z, sum), operand_word(v.w, scale.w, sum));
+        chunk_squares[i] = sum;
+      }
+      *reinterpret_cast<uint4*>(staged + i * 8) = v;
+    }
+    if constexpr (kNormed) {
+      tile_sync<kThreads>();
+      const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+      for (int r = warp; r < kN8 * 8; r += kWarps) {
+        float sum = 0.f;
+        if (r < rows) {
+          for (int c = lane; c < chunks_per_row; c += 32)
+            sum += chunk_squares[r * chunks_per_row + c];
+        }
+        sum = warp_sum(sum);
+        if (lane < kWarpsPerBlock) squares[lane * kN8 * 8 + r] = lane == 0 ? sum : 0.f;
+      }
+    }
+    tile_sync<kThreads>();
+  }
+
+  // One word (two bf16 of k) of what multiplies W, from a word of x and of the norm's scale,
+  // adding the raw x's squares to `squares`.
+  __device__ static unsigned operand_word(unsigned x, unsigned scale, float& squares) {
+    const float lo = bf16_low(x), hi = bf16_high(x);
+    squares += lo * lo + hi * hi;
+    return pack_bf16x2(lo * bf16_low(scale), hi * bf16_high(scale));
   }
 
   __device__ static void run(const Layout& l, long long tile, char* smem, StreamCursor& weights) {
@@ -102,57 +172,6 @@ struct LinearStreamTile {
     const int stages = (l.k + kStageK - 1) / kStageK;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    float acc[kN8][4];
-#pragma unroll
-    for (int j = 0; j < kN8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
-    float sum_sq[kN8];  // normed: this lane's x^2 of row j * 8 + g
-#pragma unroll
-    for (int j = 0; j < kN8; ++j) sum_sq[j] = 0.f;
-
-    // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane; normed, the same 8 k
-    // of the norm's scale. Plain arrays of registers, never an address taken: a struct of them
-    // or a pointer cast to read one went to local memory.
-    auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&scale)[2]) {
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
-        if constexpr (kNormed) {
-          scale[u] = k < l.k ? *reinterpret_cast<const uint4*>(l.norm + k) : zero;
-        }
-#pragma unroll
-        for (int j = 0; j < kN8; ++j) {
-          const int r = j * 8 + g;
-          const bool inside = k < l.k && r < rows;
-          const bf16* p = l.x + (box.row_begin + r) * l.k + k;
-          x[u][j] = inside ? *reinterpret_cast<const uint4*>(p) : zero;
-        }
-      }
-    };
-    // One word (two bf16 of k) of what multiplies W, from the loaded words of x and the scale.
-    auto operand_word = [&](unsigned x, unsigned scale, float& squares) -> unsigned {
-      const float lo = bf16_low(x), hi = bf16_high(x);
-      squares += lo * lo + hi * hi;
-      return pack_bf16x2(lo * bf16_low(scale), hi * bf16_high(scale));
-    };
-    auto operand = [&](const uint4& x, const uint4& scale, float& squares) -> uint4 {
-      if constexpr (!kNormed) {
-        return x;
-      } else {
-        return make_uint4(operand_word(x.x, scale.x, squares), operand_word(x.y, scale.y, squares),
-                          operand_word(x.z, scale.z, squares), operand_word(x.w, scale.w, squares));
-      }
-    };
-    // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes.
-    auto unit_weights = [&](const char* stage, int u, uint4& wa, uint4& wb) {
-      const int k = (2 * wk + u) * 32 + q * 8;
-      const char* w =
-          stage + (k / kBoxK) * (kBoxK * kCols * 2) + ((block * 16 + g) * kBoxK + k % kBoxK) * 2;
-      wa = *reinterpret_cast<const uint4*>(w);
-      wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
-    };
-
     // Where the tile's outputs take one pass of the block (decode's usual case), the residual
     // each thread adds is loaded now, so its latency passes while the products run rather than
     // in the epilogue.
@@ -163,39 +182,126 @@ struct LinearStreamTile {
       early_residual = __bfloat162float(l.residual[(box.row_begin + r) * l.n + box.col_begin + c]);
     }
 
-    uint4 x[kAhead][2][kN8];
-    uint4 scale[kNormed ? kAhead : 1][2];
+    // Two accumulators, one per unit of a stage: two independent chains of products.
+    float acc[2][kN8][4];
 #pragma unroll
-    for (int d = 0; d < kAhead; ++d) {
-      if (d < stages) load_x(d, x[d], scale[kNormed ? d : 0]);
-    }
-    for (int s0 = 0; s0 < stages; s0 += kAhead) {
+    for (int u = 0; u < 2; ++u)
 #pragma unroll
-      for (int d = 0; d < kAhead; ++d) {
-        const int s = s0 + d;
-        if (s >= stages) break;
+      for (int j = 0; j < kN8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[u][j][e] = 0.f;
+
+    // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes;
+    // swizzled, chunk c of box row r at c ^ (r % 8), and (g + 8) % 8 == g.
+    auto unit_weights = [&](const char* stage, int u, uint4& wa, uint4& wb) {
+      const int k = (2 * wk + u) * 32 + q * 8;
+      const int chunk = kSwizzled ? (k % kBoxK) / 8 ^ g : (k % kBoxK) / 8;
+      const char* w = stage + (k / kBoxK) * kBoxBytes + (block * 16 + g) * (kBoxK * 2) + chunk * 16;
+      wa = *reinterpret_cast<const uint4*>(w);
+      wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
+    };
+    // The products of unit u of a stage with x's 8 k (x[j]: row j * 8 + g) as the operand.
+    auto multiply = [&](const uint4& wa, const uint4& wb, const uint4(&x)[kN8],
+                        float(&sums)[kN8][4]) {
+      const unsigned a0[4] = {word(wa, 0), word(wb, 0), word(wa, 1), word(wb, 1)};
+      const unsigned a1[4] = {word(wa, 2), word(wb, 2), word(wa, 3), word(wb, 3)};
+#pragma unroll
+      for (int j = 0; j < kN8; ++j) {
+        const unsigned b0[2] = {x[j].x, x[j].y}, b1[2] = {x[j].z, x[j].w};
+        mma_bf16(sums[j], a0, b0);  // k16 step t = 0
+        mma_bf16(sums[j], a1, b1);  // t = 1
+      }
+    };
+
+    if (staged_x_bytes(l) > 0) {
+      bf16* staged = reinterpret_cast<bf16*>(smem + partial_bytes());  // (rows, k)
+      stage_x(l, box, staged, partial, squares);
+      for (int s = 0; s < stages; ++s) {
         const char* stage = weights.wait();
         if (s > 0) weights.release();  // stage s - 1 (see StreamCursor)
+        uint4 wa[2], wb[2], x[2][kN8];
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
-          uint4 wa, wb;
-          unit_weights(stage, u, wa, wb);
-          const unsigned a0[4] = {word(wa, 0), word(wb, 0), word(wa, 1), word(wb, 1)};
-          const unsigned a1[4] = {word(wa, 2), word(wb, 2), word(wa, 3), word(wb, 3)};
+          unit_weights(stage, u, wa[u], wb[u]);
+          const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
 #pragma unroll
           for (int j = 0; j < kN8; ++j) {
-            // One row block's operand at a time: fewer registers live than all kN8 of them.
-            const uint4 xs = operand(x[d][u][j], scale[kNormed ? d : 0][u], sum_sq[j]);
-            const unsigned b0[2] = {xs.x, xs.y}, b1[2] = {xs.z, xs.w};
-            mma_bf16(acc[j], a0, b0);  // k16 step t = 0
-            mma_bf16(acc[j], a1, b1);  // t = 1
+            const int r = j * 8 + g;
+            x[u][j] =
+                k < l.k && r < rows ? *reinterpret_cast<const uint4*>(staged + r * l.k + k) : zero;
           }
         }
-        if (s + kAhead < stages) load_x(s + kAhead, x[d], scale[kNormed ? d : 0]);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) multiply(wa[u], wb[u], x[u], acc[u]);
+      }
+      tile_sync<kThreads>();  // every warp is past the staged x: the partial sums take its room
+    } else {
+      float sum_sq[kN8];  // normed: this lane's x^2 of row j * 8 + g
+#pragma unroll
+      for (int j = 0; j < kN8; ++j) sum_sq[j] = 0.f;
+      // x for this warp's two units of stage s: 8 k of row j * 8 + g per lane; normed, the same
+      // 8 k of the norm's scale. Plain arrays of registers, never an address taken: a struct of
+      // them or a pointer cast to read one went to local memory.
+      auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&scale)[2]) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
+          if constexpr (kNormed) {
+            scale[u] = k < l.k ? *reinterpret_cast<const uint4*>(l.norm + k) : zero;
+          }
+#pragma unroll
+          for (int j = 0; j < kN8; ++j) {
+            const int r = j * 8 + g;
+            const bool inside = k < l.k && r < rows;
+            const bf16* p = l.x + (box.row_begin + r) * l.k + k;
+            x[u][j] = inside ? *reinterpret_cast<const uint4*>(p) : zero;
+          }
+        }
+      };
+      uint4 x[kAhead][2][kN8];
+      uint4 scale[kNormed ? kAhead : 1][2];
+#pragma unroll
+      for (int d = 0; d < kAhead; ++d) {
+        if (d < stages) load_x(d, x[d], scale[kNormed ? d : 0]);
+      }
+      for (int s0 = 0; s0 < stages; s0 += kAhead) {
+#pragma unroll
+        for (int d = 0; d < kAhead; ++d) {
+          const int s = s0 + d;
+          if (s >= stages) break;
+          const char* stage = weights.wait();
+          if (s > 0) weights.release();  // stage s - 1 (see StreamCursor)
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            uint4 wa, wb, operand[kN8];
+            unit_weights(stage, u, wa, wb);
+#pragma unroll
+            for (int j = 0; j < kN8; ++j) {
+              operand[j] = x[d][u][j];
+              if constexpr (kNormed) {
+                const uint4& sc = scale[d][u];
+                const uint4& v = x[d][u][j];
+                operand[j] = make_uint4(
+                    operand_word(v.x, sc.x, sum_sq[j]), operand_word(v.y, sc.y, sum_sq[j]),
+                    operand_word(v.z, sc.z, sum_sq[j]), operand_word(v.w, sc.w, sum_sq[j]));
+              }
+            }
+            // One chain per unit where registers allow (a row block of x); one in all at more.
+            multiply(wa, wb, operand, acc[kN8 == 1 ? u : 0]);
+          }
+          if (s + kAhead < stages) load_x(s + kAhead, x[d], scale[kNormed ? d : 0]);
+        }
+      }
+      if constexpr (kNormed) {
+#pragma unroll
+        for (int j = 0; j < kN8; ++j) {
+          const float sq = group_sum(sum_sq[j], 4);  // the row's lanes: q = 0..3
+          if (block == 0 && q == 0) squares[wk * kN8 * 8 + j * 8 + g] = sq;
+        }
       }
     }
 
-    // acc[j]: (weight row block * 16 + g (+8), x row j * 8 + 2q (+1)).
+    // acc[u][j]: (weight row block * 16 + g (+8), x row j * 8 + 2q (+1)).
 #pragma unroll
     for (int j = 0; j < kN8; ++j)
 #pragma unroll
@@ -203,16 +309,9 @@ struct LinearStreamTile {
         const int c = block * 16 + g + 8 * h;
         const int r = j * 8 + 2 * q;
         float* p = partial + (wk * kN8 * 8 + r) * kCols + c;
-        p[0] = acc[j][2 * h];
-        p[kCols] = acc[j][2 * h + 1];
+        p[0] = acc[0][j][2 * h] + acc[1][j][2 * h];
+        p[kCols] = acc[0][j][2 * h + 1] + acc[1][j][2 * h + 1];
       }
-    if constexpr (kNormed) {
-#pragma unroll
-      for (int j = 0; j < kN8; ++j) {
-        const float sq = group_sum(sum_sq[j], 4);  // the row's lanes: q = 0..3
-        if (block == 0 && q == 0) squares[wk * kN8 * 8 + j * 8 + g] = sq;
-      }
-    }
     if (stages > 0) weights.release();  // the last stage: its sums are stored
     tile_sync<kThreads>();
     // normed_glu's tile (cols <= kCols / 2 features) has the gate sums of its features in weight

@@ -63,14 +63,22 @@ concept MappedBody = requires(const typename Body::Layout& l) {
   Body::operand_maps(l);
 };
 
-// Where a CTA's ring is: `slots` slots of kStreamSlotBytes from `data` (128-byte aligned), and
-// their barriers.
+// Where a CTA's ring is: `slots` slots of kStreamSlotBytes from shared address `data`
+// (kStreamRingAlignBytes aligned: ring_data), and their barriers.
 struct StreamRing {
-  char* data;
+  unsigned data;
   unsigned long long* full;   // (slots): the producer's copies of a stage landed
   unsigned long long* empty;  // (slots): every consumer warp is done with the slot
   int slots;
 };
+
+// The ring's first slot in the room a host gave it from `room` on (kStreamRingAlignBytes more
+// than its slots): the next multiple of kStreamRingAlignBytes of the shared address space, found
+// on the device rather than assumed of where dynamic shared memory starts.
+__device__ __forceinline__ unsigned ring_data(char* room) {
+  const unsigned address = shared_address(room);
+  return (address + kStreamRingAlignBytes - 1) & ~(kStreamRingAlignBytes - 1u);
+}
 
 // Thread 0 of the CTA, once, before a barrier over every thread that uses the ring.
 __device__ __forceinline__ void init_stream_ring(const StreamRing& ring) {
@@ -143,7 +151,7 @@ __device__ __forceinline__ bool produce_stream(const StreamRing& ring, unsigned&
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
                  "r"(plan.stage_bytes())
                  : "memory");
-    const unsigned stage = shared_address(ring.data) + slot * kStreamSlotBytes;
+    const unsigned stage = ring.data + slot * kStreamSlotBytes;
     for (int b = 0; b < plan.boxes; ++b) {
       const int k = (s * plan.boxes + b) * plan.box_k;
       for (int part = 0; part < plan.parts; ++part) {
@@ -196,7 +204,7 @@ struct StreamCursor {
       __trap();
     }
     ++position;
-    return ring.data + static_cast<long long>(slot) * kStreamSlotBytes;
+    return static_cast<const char*>(__cvta_shared_to_generic(ring.data + slot * kStreamSlotBytes));
   }
   // The calling warp is done with the oldest stage it holds (every lane calls it).
   __device__ void release() {

@@ -8,6 +8,9 @@ namespace megacut::tiles {
 
 // One slot: 16 KB holds 16 rows of 512 bf16, 32 of 256, 64 of 128.
 inline constexpr int kStreamSlotBytes = 16384;
+// The ring starts at a multiple of this in shared memory (the copy engine's 128-byte swizzle lays
+// out 1024-byte blocks): a host gives a ring this much room beyond its slots to align it in.
+inline constexpr int kStreamRingAlignBytes = 1024;
 // mbarriers are static shared memory, sized for the most slots a ring may have.
 inline constexpr int kStreamMaxSlots = 14;
 // A streamed body has this many warps, each arriving once on `empty` to free a slot.
