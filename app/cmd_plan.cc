@@ -262,14 +262,26 @@ planner::Category plan_profile(const model::Profile& profile, planner::PlanOptio
         "decode step; Pareto front below\n");
   }
   if (plan.top_k > 1) {
+    // Many floors: the first three and the last.
+    const std::vector<double> shares = planner::coverage_floors(plan.top_k);
     std::string floors;
-    for (double share : planner::coverage_floors(plan.top_k)) {
-      floors += (floors.empty() ? "" : ", ") + model::percent_text(share);
+    for (size_t i = 0; i < shares.size(); ++i) {
+      if (shares.size() > 6 && i >= 3 && i + 1 < shares.size()) {
+        if (i == 3) floors += ", ...";
+        continue;
+      }
+      floors += (floors.empty() ? "" : ", ") + model::percent_text(shares[i]);
     }
     std::printf(
         "ranked: the best composition, then the best with at least %s of each stage's ops (with "
         "a task benchmark) in mk regions, where distinct (--top %d)\n",
         floors.c_str(), plan.top_k);
+  }
+  if (plan.top_k < options.top_k) {
+    std::printf(
+        "--top %d: %d ranks a floor for every count of ops in mk regions (the largest stage has "
+        "%d ops); more would rank the same compositions\n",
+        options.top_k, plan.top_k, plan.top_k - 1);
   }
   if (profile.frames > 0) {
     std::printf(

@@ -65,8 +65,8 @@ bool better(const Evaluated& a, const Evaluated& b, std::optional<Objective> obj
   return std::tie(a.ttfo_ns, a.decode_step_ns) < std::tie(b.ttfo_ns, b.decode_step_ns);
 }
 
-BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, int64_t batch,
-                     const std::vector<StageSearch>& searches) {
+BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, int top_k,
+                     int64_t batch, const std::vector<StageSearch>& searches) {
   simulator::Simulator sim(profile, options.sim);
   const model::Scenario scenario = sim.scenario(batch);
   const std::vector<model::StageShape> shapes = sim.stage_shapes(batch);
@@ -77,7 +77,7 @@ BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, 
 
   BatchPlan out;
   out.batch = batch;
-  const std::vector<double> floors = coverage_floors(options.top_k);
+  const std::vector<double> floors = coverage_floors(top_k);
   // Each stage at its best, then each stage at its best over a coverage floor: whichever of
   // those are distinct. The stages' keys sum to the objective's first figure (for a TTS
   // pipeline, exactly in the primary objective's sequence), so the first is the best.
@@ -306,7 +306,13 @@ Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
   plan.prompt_len = profile.prompt_len;
   plan.profile = profile.source;
   plan.objective = options.objective;
-  plan.top_k = options.top_k;
+  // A coverage floor counts ops in mk regions: once K - 1 reaches a stage's op count, every
+  // count is a floor of its own, and a larger K ranks the same compositions.
+  int most_ops = 0;
+  for (const model::StageShape& s : sim.stage_shapes(batches.front())) {
+    most_ops = std::max(most_ops, s.op_count);
+  }
+  plan.top_k = std::min(options.top_k, most_ops + 1);
   const int asked = options.threads > 0
                         ? options.threads
                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -353,7 +359,7 @@ Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
     simulator::Simulator local(profile, options.sim);
     SearchOptions so;
     so.top_k = 1;
-    so.coverage_floors = coverage_floors(options.top_k);
+    so.coverage_floors = coverage_floors(plan.top_k);
     so.hidden_launch_share = hidden_launch_share(scenario, stage, options.objective);
     so.progress = [&, j, doing](double f) { report(j, f, doing); };
     searches[job.batch][job.stage] = search_stage(local, stage, batch, so);
@@ -362,7 +368,7 @@ Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
   parallel_for(batches.size(), threads, [&](size_t b) {
     const std::string doing = "batch " + std::to_string(batches[b]) + " end to end";
     report(jobs.size() + b, 0, doing);
-    plan.batches[b] = plan_batch(profile, options, batches[b], searches[b]);
+    plan.batches[b] = plan_batch(profile, options, plan.top_k, batches[b], searches[b]);
     report(jobs.size() + b, 1, doing);
   });
   for (const StageSearch& s : searches.front()) {

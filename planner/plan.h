@@ -134,7 +134,7 @@ struct Plan {
   std::string profile;  // where the profile came from
   std::vector<model::StageShape> stages;
   std::optional<Objective> objective;
-  int top_k = 0;
+  int top_k = 0;  // PlanOptions::top_k, at most one more than the largest stage's op count
   std::vector<BatchPlan> batches;   // increasing batch
   std::vector<ParetoPoint> pareto;  // increasing TTFO, decreasing throughput
   Category category = Category::mixed;

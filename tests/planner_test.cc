@@ -638,6 +638,25 @@ TEST(PlanTest, ParetoFrontHoldsNoDominatedPoint) {
   }
 }
 
+// A coverage floor counts ops in mk regions: a --top past one more than the largest stage's op
+// count ranks no composition the capped one does not, and the plan says it took the cap.
+TEST(PlanTest, TopBeyondEveryOpCountIsCappedAndRanksTheSame) {
+  const Profile p = random_profile("tiny-llama", {1}, 7);
+  simulator::Simulator sim(p, {});
+  int most_ops = 0;
+  for (const model::StageShape& s : sim.stage_shapes(1)) most_ops = std::max(most_ops, s.op_count);
+  const Plan capped = make_plan(p, {.top_k = most_ops + 1, .threads = 2});
+  const Plan asked = make_plan(p, {.top_k = 100000, .threads = 2});
+  EXPECT_EQ(capped.top_k, most_ops + 1);
+  EXPECT_EQ(asked.top_k, most_ops + 1);
+  ASSERT_EQ(asked.batches.size(), 1u);
+  ASSERT_EQ(asked.batches[0].ranked.size(), capped.batches[0].ranked.size());
+  for (size_t i = 0; i < asked.batches[0].ranked.size(); ++i) {
+    EXPECT_EQ(asked.batches[0].ranked[i].text, capped.batches[0].ranked[i].text) << i;
+  }
+  EXPECT_EQ(make_plan(p, {.top_k = 3}).top_k, 3);  // below the cap: as asked
+}
+
 TEST(PlanTest, ProgressRisesToOne) {
   std::vector<double> seen;
   PlanOptions options;
