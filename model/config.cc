@@ -31,16 +31,22 @@ class FieldReader {
     return object_.contains(field) && !object_.at(std::string(field)).is_null();
   }
 
-  int64_t positive_int(std::string_view field) const {
+  int64_t positive_int(std::string_view field, int64_t most = kMaxConfigSize) const {
     const json& value = require(field);
     if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
       throw_field_error(file_, name(field), "expected a positive integer, got " + value.dump());
     }
+    if (value.get<int64_t>() > most) {
+      throw_field_error(
+          file_, name(field),
+          value.dump() + " is more than megacut models (at most " + std::to_string(most) + ")");
+    }
     return value.get<int64_t>();
   }
 
-  int64_t positive_int_or(std::string_view field, int64_t fallback) const {
-    return has(field) ? positive_int(field) : fallback;
+  int64_t positive_int_or(std::string_view field, int64_t fallback,
+                          int64_t most = kMaxConfigSize) const {
+    return has(field) ? positive_int(field, most) : fallback;
   }
 
   double positive_number_or(std::string_view field, double fallback) const {
@@ -110,6 +116,11 @@ class FieldReader {
       if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
         throw_field_error(file_, name(field), "expected positive integers, got " + value.dump());
       }
+      if (v.get<int64_t>() > kMaxConfigSize) {
+        throw_field_error(file_, name(field),
+                          v.dump() + " is more than megacut models (at most " +
+                              std::to_string(kMaxConfigSize) + ")");
+      }
       ints.push_back(v.get<int64_t>());
     }
     return ints;
@@ -141,7 +152,8 @@ RopeScaling parse_rope_scaling(const json& config, std::string_view file,
   scaling.factor = r.positive_number_or("factor", 1.0);
   scaling.low_freq_factor = r.positive_number_or("low_freq_factor", 1.0);
   scaling.high_freq_factor = r.positive_number_or("high_freq_factor", 4.0);
-  scaling.original_max_position = r.positive_int_or("original_max_position_embeddings", 8192);
+  scaling.original_max_position =
+      r.positive_int_or("original_max_position_embeddings", 8192, kMaxPositions);
   if (scaling.high_freq_factor <= scaling.low_freq_factor) {
     throw_field_error(file, prefix + "rope_scaling.high_freq_factor",
                       "must exceed low_freq_factor");
@@ -189,7 +201,7 @@ CodecDecoderConfig parse_codec_decoder(const json& tokenizer, std::string_view f
   DecoderConfig& t = c.transformer;
   t.architecture = "qwen3";
   t.hidden_size = r.positive_int("hidden_size");
-  t.num_layers = r.positive_int("num_hidden_layers");
+  t.num_layers = r.positive_int("num_hidden_layers", kMaxLayers);
   t.num_heads = r.positive_int("num_attention_heads");
   t.num_kv_heads = r.positive_int_or("num_key_value_heads", t.num_heads);
   t.head_dim = r.positive_int_or("head_dim", t.hidden_size / t.num_heads);
@@ -201,7 +213,7 @@ CodecDecoderConfig parse_codec_decoder(const json& tokenizer, std::string_view f
                            ": kv heads must divide heads and head_dim be even");
   }
   t.intermediate_size = r.positive_int("intermediate_size");
-  t.max_position = r.positive_int_or("max_position_embeddings", 8000);
+  t.max_position = r.positive_int_or("max_position_embeddings", 8000, kMaxPositions);
   t.rms_norm_eps = r.positive_number_or("rms_norm_eps", 1e-5);
   t.rope_theta = r.positive_number_or("rope_theta", 10000.0);
   t.qk_norm = false;
@@ -409,7 +421,7 @@ DecoderConfig parse_decoder_config(const json& config, std::string_view file,
     throw_field_error(file, prefix + "attention_bias", "attention biases are not supported");
   }
   c.hidden_size = r.positive_int("hidden_size");
-  c.num_layers = r.positive_int("num_hidden_layers");
+  c.num_layers = r.positive_int("num_hidden_layers", kMaxLayers);
   c.num_heads = r.positive_int("num_attention_heads");
   c.num_kv_heads = r.positive_int_or("num_key_value_heads", c.num_heads);
   if (c.num_heads % c.num_kv_heads != 0) {
@@ -428,7 +440,7 @@ DecoderConfig parse_decoder_config(const json& config, std::string_view file,
   }
   c.intermediate_size = r.positive_int("intermediate_size");
   c.vocab_size = r.positive_int("vocab_size");
-  c.max_position = r.positive_int_or("max_position_embeddings", 4096);
+  c.max_position = r.positive_int_or("max_position_embeddings", 4096, kMaxPositions);
   c.rms_norm_eps = r.positive_number_or("rms_norm_eps", 1e-6);
   c.rope_theta = r.positive_number_or("rope_theta", 10000.0);
   c.rope_scaling = parse_rope_scaling(config, file, prefix);

@@ -89,6 +89,16 @@ struct TtsConfig {
   int64_t sample_rate = 0;
 };
 
+// The largest sizes a config may give: far above any model megacut is for, and low enough that
+// a stage graph and the sizes computed from it (tiles, bytes) stay small and inside 64-bit
+// integers. Every positive integer of a config is at most kMaxConfigSize (a hidden size of 2^20
+// builds a graph of 1.3 TB of weights in seconds); a layer count, which multiplies the graph's
+// ops, at most kMaxLayers; a context length (max_position_embeddings), which sizes nothing until
+// a scenario asks for that many positions, at most kMaxPositions.
+inline constexpr int64_t kMaxConfigSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxPositions = int64_t{1} << 30;
+
 struct ModelSpec {
   std::string name;  // the bundled name, or the config's parent folder name
   std::filesystem::path config_path;

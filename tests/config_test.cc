@@ -117,6 +117,30 @@ TEST_F(ConfigTest, NegativeSize) {
   EXPECT_NE(e.find("-3"), std::string::npos) << e;
 }
 
+// Sizes past what megacut models are refused on read, naming the field, before any graph is
+// built from them (a million layers or a hidden size of 10^10 once ran for minutes into
+// std::bad_alloc).
+TEST_F(ConfigTest, SizesBeyondWhatIsModelledAreRefused) {
+  EXPECT_EQ(error_with("num_hidden_layers", kMaxLayers + 1),
+            (dir_ / "config.json").string() +
+                ": field 'num_hidden_layers': " + std::to_string(kMaxLayers + 1) +
+                " is more than megacut models (at most " + std::to_string(kMaxLayers) + ")");
+  for (const char* field : {"hidden_size", "intermediate_size", "vocab_size"}) {
+    for (const nlohmann::json value : {nlohmann::json(kMaxConfigSize + 1),
+                                       nlohmann::json(std::numeric_limits<int64_t>::max())}) {
+      const std::string e = error_with(field, value);
+      EXPECT_NE(e.find(std::string("field '") + field + "': " + value.dump() +
+                       " is more than megacut models"),
+                std::string::npos)
+          << e;
+    }
+  }
+  EXPECT_NE(error_with("max_position_embeddings", kMaxPositions + 1).find("at most 1073741824"),
+            std::string::npos);
+  EXPECT_EQ(error_with("max_position_embeddings", kMaxPositions), "");
+  EXPECT_EQ(error_with("num_hidden_layers", kMaxLayers), "");
+}
+
 TEST_F(ConfigTest, UnknownArchitecture) {
   const std::string e = error_with("model_type", "mamba");
   EXPECT_NE(e.find("field 'model_type': 'mamba' is not supported"), std::string::npos) << e;
@@ -180,7 +204,7 @@ TEST_F(ConfigTest, ScenarioRefusesSizesThatWouldOverflow) {
             "--frames: 4097 is more than the largest chunk megacut models (4096 frames)");
 
   nlohmann::json j = base_;
-  j["max_position_embeddings"] = std::numeric_limits<int64_t>::max();
+  j["max_position_embeddings"] = kMaxPositions;
   std::ofstream(dir_ / "config.json") << j.dump();
   const ModelSpec long_context = load_model(dir_.string());
   // 2^24 tokens: 2^16 sequences of 255 prompt positions and one decoded.
@@ -188,13 +212,12 @@ TEST_F(ConfigTest, ScenarioRefusesSizesThatWouldOverflow) {
   EXPECT_EQ(error_of([&] { make_scenario(long_context, kMaxBatch, 256); }),
             "--batch: 65536 sequences of 257 positions (prompt and decoded) are more tokens than "
             "megacut models (16777216)");
-  EXPECT_EQ(
-      error_of([&] { make_scenario(long_context, 2, std::numeric_limits<int64_t>::max() - 1); }),
-      "--batch: 2 sequences of 9223372036854775807 positions (prompt and decoded) are more "
-      "tokens than megacut models (16777216)");
+  EXPECT_EQ(error_of([&] { make_scenario(long_context, 2, kMaxPositions - 1); }),
+            "--batch: 2 sequences of 1073741824 positions (prompt and decoded) are more tokens "
+            "than megacut models (16777216)");
   EXPECT_EQ(error_of([&] { make_scenario(long_context, 1, std::numeric_limits<int64_t>::max()); }),
             "--prompt-len: 9223372036854775807 plus 1 decoded token exceeds " +
-                (dir_ / "config.json").string() + " max_position_embeddings 9223372036854775807");
+                (dir_ / "config.json").string() + " max_position_embeddings 1073741824");
 }
 
 }  // namespace
