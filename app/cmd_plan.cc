@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,11 @@ std::string summary(const Evaluated& e) {
   return text;
 }
 
+// The figure --min-gain is judged on: the objective's first (TTFO without one).
+const char* min_gain_figure(std::optional<planner::Objective> objective) {
+  return objective == planner::Objective::throughput ? "decode step" : "TTFO";
+}
+
 void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
   const Evaluated& best = b.best();
   std::printf("\nbatch %lld\n", static_cast<long long>(b.batch));
@@ -119,9 +125,9 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
   }
   if (!planner::worth_building(b, plan.min_gain, plan.objective)) {
     std::printf(
-        "  settles on all-conventional: the best gains less than %s over it (--min-gain), "
+        "  settles on all-conventional: the best gains less than %s in %s over it (--min-gain), "
         "within the simulator's error\n",
-        model::percent_text(plan.min_gain).c_str());
+        model::percent_text(plan.min_gain).c_str(), min_gain_figure(plan.objective));
   }
   if (b.pdl) std::printf("  launch: with Programmatic Dependent Launch (megacut run --pdl)\n");
 }
@@ -192,11 +198,12 @@ void print_category(const planner::Plan& plan) {
 }
 
 // What each category means, with the --min-gain every plan of this run shares.
-void print_legend(double min_gain) {
+void print_legend(double min_gain, std::optional<planner::Objective> objective) {
   std::printf(
       "categories (\"One Megakernel is Not Enough\"), from the composition each batch settles "
-      "on: its best, or all-conventional where the best gains less than %s (--min-gain):\n",
-      model::percent_text(min_gain).c_str());
+      "on: its best, or all-conventional where the best gains less than %s in %s "
+      "(--min-gain):\n",
+      model::percent_text(min_gain).c_str(), min_gain_figure(objective));
   for (planner::Category c : planner::kCategories) {
     std::printf("  %-21s %s\n", std::string(planner::category_name(c)).c_str(),
                 std::string(planner::category_definition(c)).c_str());
@@ -259,7 +266,7 @@ planner::Category plan_profile(const model::Profile& profile, planner::PlanOptio
   } else {
     std::printf(
         "objective: none given (--objective ttfo|throughput): ranked by TTFO, then "
-        "decode step; Pareto front below\n");
+        "decode step, --min-gain judged on TTFO; Pareto front below\n");
   }
   if (plan.top_k > 1) {
     // Many floors: the first three and the last.
@@ -293,7 +300,7 @@ planner::Category plan_profile(const model::Profile& profile, planner::PlanOptio
   for (const planner::BatchPlan& b : plan.batches) print_batch(plan, b);
   if (!plan.objective) print_pareto(plan);
   print_category(plan);
-  if (legend) print_legend(plan.min_gain);
+  if (legend) print_legend(plan.min_gain, plan.objective);
   if (!json_path.empty()) {
     model::write_text_file(json_path, planner::plan_to_json(plan).dump(1) + "\n");
     std::printf("\nplan written to %s (a batch's composition: batches[i].composition)\n",
@@ -332,7 +339,7 @@ void run(const PlanCommandOptions& o) {
     std::printf("  %-21s %s\n", profiles[i].model_name.c_str(),
                 std::string(planner::category_name(categories[i])).c_str());
   }
-  print_legend(options.min_gain);
+  print_legend(options.min_gain, options.objective);
 }
 
 }  // namespace
