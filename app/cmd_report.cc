@@ -79,6 +79,8 @@ validation::ReportModel read_model(const fs::path& dir, const fs::path& out) {
     validation::skip_coverage(m, e.what());
     return m;
   }
+  // Another model's profile (add_coverage's note says so) holds another model's trace.
+  if (p.model_name != m.validation.model) return m;
   try {
     m.timeline = write_timeline(m, p, out);
   } catch (const Error& e) {

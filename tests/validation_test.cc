@@ -389,6 +389,8 @@ TEST(ValidationTest, JsonErrorsNameTheFileAndField) {
             "v.json: field 'batches': missing");
   EXPECT_EQ(error([](nlohmann::json& j) { j["batches"] = 3; }),
             "v.json: field 'batches': expected a list, got 3");
+  EXPECT_EQ(error([](nlohmann::json& j) { j["batches"] = nlohmann::json::array(); }),
+            "v.json: field 'batches': no batch: a validation measures at least one");
   EXPECT_EQ(error([](nlohmann::json& j) { j["runs"] = int64_t{1} << 40; }),
             "v.json: field 'runs': expected an integer in [0, 2147483647], got 1099511627776");
   EXPECT_EQ(error([](nlohmann::json& j) { j["batches"][1]["batch"] = 1; }),

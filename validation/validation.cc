@@ -470,6 +470,7 @@ Validation validation_from_json(const json& j, std::string_view file) {
     }
     v.batches.push_back(std::move(batch));
   }
+  if (v.batches.empty()) root.at("batches").fail("no batch: a validation measures at least one");
   return v;
 }
 
