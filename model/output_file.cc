@@ -42,17 +42,19 @@ bool fill_stream(std::ofstream& out, const std::function<void(std::ostream&)>& f
 }  // namespace
 
 void write_file(const fs::path& path, const std::function<void(std::ostream&)>& fill) {
-  const fs::path target = link_target(path);
+  // What the path opens, through its links as the kernel follows them: /dev/stdout's chain ends
+  // in /proc/self/fd/1, whose target text ("pipe:[...]") names no file to rename onto.
   std::error_code error;
-  const fs::file_status status = fs::status(target, error);
+  const fs::file_status status = fs::status(path, error);
   if (fs::is_directory(status)) throw Error(path.string() + ": is a directory, not a file");
   if (fs::exists(status) && !fs::is_regular_file(status)) {
     errno = 0;
-    std::ofstream out(target, std::ios::binary);
+    std::ofstream out(path, std::ios::binary);
     if (!out) throw Error(path.string() + ": cannot open for writing: " + system_reason());
     if (!fill_stream(out, fill)) throw Error(path.string() + ": write failed: " + system_reason());
     return;
   }
+  const fs::path target = link_target(path);
 
   // Unique among processes and threads writing the same file at once (the kernel cache).
   static std::atomic<unsigned long long> serial{0};

@@ -72,6 +72,23 @@ TEST_F(OutputFileTest, WritesSpecialFilesInPlace) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
+// /dev/stdout onto a pipe is a chain of links ending in /proc/self/fd/N, whose target text
+// ("pipe:[...]") is no path: the write goes through the descriptor, as a shell's would.
+TEST_F(OutputFileTest, WritesThroughAProcessDescriptorLinkToAPipe) {
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  fs::create_symlink("/proc/self/fd/" + std::to_string(ends[1]), dir_ / "out.json");
+  write_text_file(dir_ / "out.json", "through the pipe\n");
+  close(ends[1]);
+  std::string got(64, '\0');
+  const ssize_t n = read(ends[0], got.data(), got.size());
+  close(ends[0]);
+  ASSERT_GT(n, 0);
+  got.resize(static_cast<size_t>(n));
+  EXPECT_EQ(got, "through the pipe\n");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir_ / "out.json")));
+}
+
 TEST_F(OutputFileTest, ErrorsNameThePathAndTheReason) {
   const std::string on_dir = message_of(dir_, "x");
   EXPECT_NE(on_dir.find(dir_.string() + ": is a directory"), std::string::npos) << on_dir;
