@@ -29,11 +29,14 @@ if command -v clang++ >/dev/null 2>&1; then
   cmake -S "$root" -B "$build/fuzz" -G Ninja -DMEGACUT_CUDA=OFF -DMEGACUT_FUZZ=ON \
         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
-  cmake --build "$build/fuzz" -j "$jobs" --target fuzz_config fuzz_composition
-  for target in fuzz_config fuzz_composition; do
+  cmake --build "$build/fuzz" -j "$jobs" --target fuzz_config fuzz_composition fuzz_profile
+  # A profile's seed is a whole synthetic profile (60 KB): it needs longer inputs.
+  declare -A max_len=([fuzz_config]=4096 [fuzz_composition]=4096 [fuzz_profile]=131072)
+  for target in fuzz_config fuzz_composition fuzz_profile; do
     corpus=$(mktemp -d)
     "$build/fuzz/tests/fuzz/$target" -max_total_time="${MEGACUT_FUZZ_SECONDS:-20}" \
-        -max_len=4096 "$corpus" "$root/tests/fuzz/corpus/${target#fuzz_}" 2>&1 | tail -n 2
+        -max_len="${max_len[$target]}" "$corpus" "$root/tests/fuzz/corpus/${target#fuzz_}" \
+        2>&1 | tail -n 2
     rm -rf "$corpus"
   done
 else
