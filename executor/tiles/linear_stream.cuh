@@ -234,7 +234,7 @@ struct LinearStreamTile {
 #pragma unroll
         for (int u = 0; u < 2; ++u) multiply(wa[u], wb[u], x[u], acc[u]);
       }
-      tile_sync<kThreads>();  // every warp is past the staged x: the partial sums take its room
+      tile_sync<kThreads>();  // every warp is past its stages
     } else {
       float sum_sq[kN8];  // normed: this lane's x^2 of row j * 8 + g
 #pragma unroll
