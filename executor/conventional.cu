@@ -149,8 +149,8 @@ void raise_smem_limit() {
 }
 
 // What a streamed body's kernel is launched with on this device: one CTA per SM (at most one
-// per tile), and every slot of shared memory the body's scratch leaves, up to the most a ring
-// takes.
+// per tile), and the ring's slots in the shared memory the body's scratch leaves
+// (tiles::stream_ring_slots).
 struct StreamLaunch {
   int ctas = 0;
   int scratch_bytes = 0;
@@ -191,9 +191,9 @@ StreamLaunch stream_launch(const typename Body::Layout& layout) {
   const StreamDevice& d = stream_device<Body>();
   StreamLaunch s;
   s.scratch_bytes = (Body::smem_bytes(layout) + 127) / 128 * 128;
-  s.slots = std::min(tiles::kStreamMaxSlots,
-                     (d.dynamic_smem_bytes - s.scratch_bytes - tiles::kStreamRingAlignBytes) /
-                         tiles::kStreamSlotBytes);
+  s.slots = tiles::stream_ring_slots(
+      (d.dynamic_smem_bytes - s.scratch_bytes - tiles::kStreamRingAlignBytes) /
+      tiles::kStreamSlotBytes);
   if (s.slots < 2) {
     throw Error("a weight-streaming kernel needs " + std::to_string(s.scratch_bytes) +
                 " bytes of scratch and two 16 KB slots; the device has " +

@@ -180,14 +180,14 @@ struct MegakernelRegion::Impl {
     cu_check(d.func_get_attribute(&config.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                   function),
              "cuFuncGetAttribute", name);
-    // The ring takes every slot the scratch leaves of the shared memory a block may have.
+    // The ring takes the slots the scratch leaves of the shared memory a block may have.
     config.dynamic_smem_bytes = (scratch_bytes + 127) / 128 * 128;
     if (streamed) {
       config.block_threads += tiles::kRegionProducerThreads;
-      config.ring_slots = std::min(tiles::kStreamMaxSlots,
-                                   (device.smem_per_block_optin - config.static_smem_bytes -
+      config.ring_slots =
+          tiles::stream_ring_slots((device.smem_per_block_optin - config.static_smem_bytes -
                                     config.dynamic_smem_bytes - tiles::kStreamRingAlignBytes) /
-                                       tiles::kStreamSlotBytes);
+                                   tiles::kStreamSlotBytes);
       if (config.ring_slots < 2) {
         throw Error(name + ": its bodies' " + std::to_string(scratch_bytes) +
                     " bytes of scratch leave no room for a weight ring of two 16 KB slots");

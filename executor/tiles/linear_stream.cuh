@@ -6,18 +6,22 @@
 // rows fit kStagedXBytes (a decode step's one row a sequence), they are copied into shared
 // memory once, before the first stage, and the stages read them there: a stage then costs its
 // shared-memory reads and products alone, not an L2 round trip under the weight stream's load.
-// Larger x is read from L2 into registers kAhead stages before its use.
+// Larger x is read from L2 into registers kAhead stages before its use. Plain x is staged by
+// cp.async, every copy in flight at once; normed x through registers, for its arithmetic.
 //
 // The products run on tensor cores with the weights as the M side (m16n8k16: 16 weight rows by
 // 8 rows of x), so a batch of one wastes 7/8 of N but none of the weight stream. Each lane reads
 // 8 contiguous k of a weight row (16 bytes of the slot) and of an x row: the dot product over k
 // may visit k in any order as long as W and x agree, so those 8 serve as the lane's fragment
 // elements of two k16 steps (logical k 2q,2q+1 / 2q+8,2q+9 of step t = physical 8q+4t+0,1 /
-// 8q+4t+2,3). A stage is 16 units of (16 weight rows, 32 k) whatever the tile width; each of the
-// 8 warps takes two, the same two in every stage, and keeps their sums in registers, one chain of
-// products per unit where x is one block of 8 rows (two chains half as long as one). At the end
-// the warps of each 16-row block meet in shared memory and are summed in a fixed order: no
-// atomics, so a tile's result does not depend on which warp finishes first.
+// 8q+4t+2,3). A stage is 16 units of (16 weight rows, 32 k) whatever the tile width. Where x is
+// staged and its rows few (a decode step), the warps take the stages apart (by_stage): pair p of
+// warps waits for stages p, p + 4, ... and each of its warps takes 8 of a stage's 16 units, so a
+// stage's wait, release and loop cost once a pair, not once a warp, and four stages are worked
+// on at once. Otherwise each of the 8 warps takes two units of every stage, the same two, one
+// chain of products per unit where x is one block of 8 rows. Either way the warps' sums meet in
+// shared memory at the end and are summed in a fixed order: no atomics, so a tile's result does
+// not depend on which warp finishes first.
 //
 // The fusions of a decode step (LinearFusion, tiles/linear_layout.cuh) change only what a lane
 // makes of its x loads and what the store makes of the sums: normed multiplies each x by the
@@ -125,16 +129,23 @@ struct LinearStreamTile {
                                  float* chunk_squares, float* squares) {
     const int rows = box.rows(), chunks_per_row = l.k / 8, chunks = rows * chunks_per_row;
     const bf16* x = l.x + box.row_begin * l.k;
-    for (int i = threadIdx.x; i < chunks; i += kThreads) {
-      uint4 v = *reinterpret_cast<const uint4*>(x + i * 8);
-      if constexpr (kNormed) {
+    if constexpr (kNormed) {
+      for (int i = threadIdx.x; i < chunks; i += kThreads) {
+        uint4 v = *reinterpret_cast<const uint4*>(x + i * 8);
         const uint4 scale = *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
         float sum = 0.f;
         v = make_uint4(operand_word(v.x, scale.x, sum), operand_word(v.y, scale.y, sum),
                        operand_word(v.z, scale.z, sum), operand_word(v.w, scale.w, sum));
         chunk_squares[i] = sum;
+        *reinterpret_cast<uint4*>(staged + i * 8) = v;
       }
-      *reinterpret_cast<uint4*>(staged + i * 8) = v;
+    } else {
+      // Copies straight to shared memory, all in flight at once (16 KB is 4 a thread): one L2
+      // round trip, where loads through registers took one a chunk.
+      for (int i = threadIdx.x; i < chunks; i += kThreads)
+        cp_async16(staged + i * 8, x + i * 8, true);
+      cp_async_commit();
+      cp_async_wait<0>();
     }
     if constexpr (kNormed) {
       tile_sync<kThreads>();
@@ -158,6 +169,126 @@ struct LinearStreamTile {
     const float lo = bf16_low(x), hi = bf16_high(x);
     squares += lo * lo + hi * hi;
     return pack_bf16x2(lo * bf16_low(scale), hi * bf16_high(scale));
+  }
+
+  // The 8 k a lane (q = lane % 4) reads of (16-row, 32-k) unit u of a stage, from the stage's
+  // first k. Swizzled, the lanes of a quarter warp (rows g, g + 1) read 8 different chunks of
+  // their 128-byte rows: chunk 2q + u of each 64 k, before the swizzle.
+  __device__ static int lane_k(int u, int q) {
+    if constexpr (kSwizzled) return u / 2 * 64 + (2 * q + u % 2) * 8;
+    return u * 32 + q * 8;
+  }
+
+  // 16 bytes of weight rows r and r + 8 (r = 16 b + g) at k (from the stage's first) in a stage
+  // of kBoxes (kCols, kBoxK) boxes; swizzled, chunk c of box row r at c ^ (r % 8), and
+  // (g + 8) % 8 == g.
+  __device__ static void weights_of(const char* stage, int b, int k, int g, uint4& wa, uint4& wb) {
+    const int chunk = kSwizzled ? (k % kBoxK) / 8 ^ g : (k % kBoxK) / 8;
+    const char* w = stage + (k / kBoxK) * kBoxBytes + (b * 16 + g) * (kBoxK * 2) + chunk * 16;
+    wa = *reinterpret_cast<const uint4*>(w);
+    wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
+  }
+
+  // The products of a unit's weights (rows g, g + 8 of a 16-row block) with x's 8 k (x[j]: row
+  // j * 8 + g) as the operand.
+  __device__ static void multiply(const uint4& wa, const uint4& wb, const uint4 (&x)[kN8],
+                                  float (&sums)[kN8][4]) {
+    const unsigned a0[4] = {word(wa, 0), word(wb, 0), word(wa, 1), word(wb, 1)};
+    const unsigned a1[4] = {word(wa, 2), word(wb, 2), word(wa, 3), word(wb, 3)};
+#pragma unroll
+    for (int j = 0; j < kN8; ++j) {
+      const unsigned b0[2] = {x[j].x, x[j].y}, b1[2] = {x[j].z, x[j].w};
+      mma_bf16(sums[j], a0, b0);  // k16 step t = 0
+      mma_bf16(sums[j], a1, b1);  // t = 1
+    }
+  }
+
+  // Whether the warps take the tile's stages apart (by_stage): pair p of warps stages p, p + 4,
+  // ..., each warp of the pair half of the stage's 16 units, rather than every warp a share of
+  // every stage. A stage's waits, releases and loop then cost once a pair, not once a warp. Where
+  // x is staged, its rows few enough that each warp's sums of every weight row fit the partial
+  // sums' room, and the ring's slots a multiple of the pairs, more than one pair's worth:
+  // - warps wait for stages out of order, and an mbarrier's parity tells only two uses of a slot
+  //   apart: a wait for stage n is sure only once the slot's use before, stage n - slots, has
+  //   landed, which a pair knows for its own stages (slots a multiple of the pairs);
+  // - each pair holds a stage while it waits for its next (see StreamCursor), which the ring
+  //   must then have room for.
+  static constexpr int kPairs = kWarps / 2;
+  __host__ __device__ static bool by_stage(const Layout& l, int slots) {
+    return kN8 <= 2 && staged_x_bytes(l) > 0 && kMBlocks * l.grid.tile_rows <= kN8 * 8 &&
+           slots > kPairs && slots % kPairs == 0;
+  }
+
+  // by_stage's products: this warp's sums of its half of the tile's stages pair, pair + kPairs,
+  // ... into partial (kWarps, rows, kCols) (zero for the weight rows the half does not cover),
+  // each stage released after the warp's next wait (the last once its sums are stored).
+  // Independent chains of products: one per 16-row block, at least four.
+  __device__ static void products_by_stage(const Layout& l, const bf16* staged, int rows,
+                                           int stages, float* partial, StreamCursor& weights) {
+    constexpr int kUnits = kStageK / 32;          // (16 rows, 32 k) units of a 16-row block a stage
+    constexpr int kHalf = kMBlocks * kUnits / 2;  // units a warp: 8
+    constexpr int kBlocks = kUnits >= kHalf ? 1 : kHalf / kUnits;  // 16-row blocks a warp
+    constexpr int kUnitsK = kHalf / kBlocks;  // units of k a warp, in each of its blocks
+    constexpr int kChains = kBlocks >= 4 ? 1 : 4 / kBlocks;
+    static_assert(kUnitsK % kChains == 0, "whole rounds of chains");
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    const int pair = warp / 2, half = warp % 2;
+    const int first_block = half * kHalf / kUnits, first_unit = half * kHalf % kUnits;
+    float acc[kBlocks][kChains][kN8][4];
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b)
+#pragma unroll
+      for (int c = 0; c < kChains; ++c)
+#pragma unroll
+        for (int j = 0; j < kN8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[b][c][j][e] = 0.f;
+    int held = -1;
+    for (int s = pair; s < stages; s += kPairs) {
+      const char* stage = weights.wait_at(s);
+      if (held >= 0) weights.release_at(held, kStreamConsumerWarps / 2);
+      held = s;
+#pragma unroll
+      for (int u0 = 0; u0 < kUnitsK; u0 += kChains) {
+#pragma unroll
+        for (int c = 0; c < kChains; ++c) {
+          const int kin = lane_k(first_unit + u0 + c, q), k = s * kStageK + kin;
+          uint4 x[kN8];
+#pragma unroll
+          for (int j = 0; j < kN8; ++j) {
+            const int r = j * 8 + g;
+            x[j] = k < l.k && r < rows ? *reinterpret_cast<const uint4*>(staged + r * l.k + k)
+                                       : make_uint4(0, 0, 0, 0);
+          }
+#pragma unroll
+          for (int b = 0; b < kBlocks; ++b) {
+            uint4 wa, wb;
+            weights_of(stage, first_block + b, kin, g, wa, wb);
+            multiply(wa, wb, x, acc[b][c]);
+          }
+        }
+      }
+    }
+    // acc[b][c][j]: (weight row (first_block + b) * 16 + g (+8), x row j * 8 + 2q (+1)).
+    float* mine = partial + warp * rows * kCols;
+#pragma unroll
+    for (int b = 0; b < kMBlocks; ++b) {
+      if (b >= first_block && b < first_block + kBlocks) continue;
+      for (int i = lane; i < rows * 16; i += 32) mine[i / 16 * kCols + b * 16 + i % 16] = 0.f;
+    }
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b)
+#pragma unroll
+      for (int j = 0; j < kN8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int c = (first_block + b) * 16 + g + 8 * (e / 2), r = j * 8 + 2 * q + e % 2;
+          float sum = 0.f;
+#pragma unroll
+          for (int ch = 0; ch < kChains; ++ch) sum += acc[b][ch][j][e];
+          if (r < rows) mine[r * kCols + c] = sum;
+        }
+    if (held >= 0) weights.release_at(held, kStreamConsumerWarps / 2);
   }
 
   __device__ static void run(const Layout& l, long long tile, char* smem, StreamCursor& weights) {
@@ -191,29 +322,23 @@ struct LinearStreamTile {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[u][j][e] = 0.f;
 
-    // Unit u's 16 bytes of weight rows g and g + 8 in a stage of kBoxes (kCols, kBoxK) boxes;
-    // swizzled, chunk c of box row r at c ^ (r % 8), and (g + 8) % 8 == g.
+    // Unit u's 16 bytes of weight rows g and g + 8: this warp's two units of each stage.
     auto unit_weights = [&](const char* stage, int u, uint4& wa, uint4& wb) {
-      const int k = (2 * wk + u) * 32 + q * 8;
-      const int chunk = kSwizzled ? (k % kBoxK) / 8 ^ g : (k % kBoxK) / 8;
-      const char* w = stage + (k / kBoxK) * kBoxBytes + (block * 16 + g) * (kBoxK * 2) + chunk * 16;
-      wa = *reinterpret_cast<const uint4*>(w);
-      wb = *reinterpret_cast<const uint4*>(w + 8 * kBoxK * 2);
-    };
-    // The products of unit u of a stage with x's 8 k (x[j]: row j * 8 + g) as the operand.
-    auto multiply = [&](const uint4& wa, const uint4& wb, const uint4(&x)[kN8],
-                        float(&sums)[kN8][4]) {
-      const unsigned a0[4] = {word(wa, 0), word(wb, 0), word(wa, 1), word(wb, 1)};
-      const unsigned a1[4] = {word(wa, 2), word(wb, 2), word(wa, 3), word(wb, 3)};
-#pragma unroll
-      for (int j = 0; j < kN8; ++j) {
-        const unsigned b0[2] = {x[j].x, x[j].y}, b1[2] = {x[j].z, x[j].w};
-        mma_bf16(sums[j], a0, b0);  // k16 step t = 0
-        mma_bf16(sums[j], a1, b1);  // t = 1
-      }
+      weights_of(stage, block, lane_k(2 * wk + u, q), g, wa, wb);
     };
 
-    if (staged_x_bytes(l) > 0) {
+    // The partial sums the epilogue adds up: `parts` of them for each output, (parts, part_rows,
+    // kCols).
+    const bool split = by_stage(l, weights.ring.slots);
+    int parts = kWarpsPerBlock, part_rows = kN8 * 8;
+    if (split) {
+      bf16* staged = reinterpret_cast<bf16*>(smem + partial_bytes());  // (rows, k)
+      stage_x(l, box, staged, partial, squares);
+      products_by_stage(l, staged, rows, stages, partial, weights);
+      weights.skip(stages);
+      parts = kWarps;
+      part_rows = rows;
+    } else if (staged_x_bytes(l) > 0) {
       bf16* staged = reinterpret_cast<bf16*>(smem + partial_bytes());  // (rows, k)
       stage_x(l, box, staged, partial, squares);
       for (int s = 0; s < stages; ++s) {
@@ -223,7 +348,7 @@ struct LinearStreamTile {
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           unit_weights(stage, u, wa[u], wb[u]);
-          const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
+          const int k = s * kStageK + lane_k(2 * wk + u, q);
 #pragma unroll
           for (int j = 0; j < kN8; ++j) {
             const int r = j * 8 + g;
@@ -234,7 +359,6 @@ struct LinearStreamTile {
 #pragma unroll
         for (int u = 0; u < 2; ++u) multiply(wa[u], wb[u], x[u], acc[u]);
       }
-      tile_sync<kThreads>();  // every warp is past its stages
     } else {
       float sum_sq[kN8];  // normed: this lane's x^2 of row j * 8 + g
 #pragma unroll
@@ -245,7 +369,7 @@ struct LinearStreamTile {
       auto load_x = [&](int s, uint4(&x)[2][kN8], uint4(&scale)[2]) {
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
-          const int k = s * kStageK + (2 * wk + u) * 32 + q * 8;
+          const int k = s * kStageK + lane_k(2 * wk + u, q);
           if constexpr (kNormed) {
             scale[u] = k < l.k ? *reinterpret_cast<const uint4*>(l.norm + k) : zero;
           }
@@ -301,18 +425,20 @@ struct LinearStreamTile {
       }
     }
 
-    // acc[u][j]: (weight row block * 16 + g (+8), x row j * 8 + 2q (+1)).
+    if (!split) {
+      // acc[u][j]: (weight row block * 16 + g (+8), x row j * 8 + 2q (+1)).
 #pragma unroll
-    for (int j = 0; j < kN8; ++j)
+      for (int j = 0; j < kN8; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = block * 16 + g + 8 * h;
-        const int r = j * 8 + 2 * q;
-        float* p = partial + (wk * kN8 * 8 + r) * kCols + c;
-        p[0] = acc[0][j][2 * h] + acc[1][j][2 * h];
-        p[kCols] = acc[0][j][2 * h + 1] + acc[1][j][2 * h + 1];
-      }
-    if (stages > 0) weights.release();  // the last stage: its sums are stored
+        for (int h = 0; h < 2; ++h) {
+          const int c = block * 16 + g + 8 * h;
+          const int r = j * 8 + 2 * q;
+          float* p = partial + (wk * kN8 * 8 + r) * kCols + c;
+          p[0] = acc[0][j][2 * h] + acc[1][j][2 * h];
+          p[kCols] = acc[0][j][2 * h + 1] + acc[1][j][2 * h + 1];
+        }
+      if (stages > 0) weights.release();  // the last stage: its sums are stored
+    }
     tile_sync<kThreads>();
     // normed_glu's tile (cols <= kCols / 2 features) has the gate sums of its features in weight
     // rows [0, kCols / 2) and their up sums in the rows after.
@@ -321,7 +447,7 @@ struct LinearStreamTile {
       auto total = [&](int row) {
         float sum = 0.f;
 #pragma unroll
-        for (int k = 0; k < kWarpsPerBlock; ++k) sum += partial[(k * kN8 * 8 + r) * kCols + row];
+        for (int p = 0; p < parts; ++p) sum += partial[(p * part_rows + r) * kCols + row];
         return sum;
       };
       float sum = total(c);

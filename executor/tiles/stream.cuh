@@ -194,27 +194,63 @@ struct StreamCursor {
   unsigned position;  // the next stage to wait for
   unsigned long long timeout_ns;
   unsigned released;  // the oldest stage this thread still holds
+  // position's and released's slots, and position's phase parity: counted on, not divided out,
+  // on the consumers' path through every stage.
+  unsigned slot = 0, parity = 0, released_slot = 0;
 
   // Waits for the stage at the cursor; its slot. The cursor moves on.
   __device__ const char* wait() {
-    const unsigned slot = position % ring.slots;
-    const unsigned long long limit = timeout_ns;
-    if (!wait_phase(ring.full + slot, (position / ring.slots) & 1,
-                    [limit](unsigned long long waited_ns) { return waited_ns > limit; })) {
-      __trap();
-    }
+    const char* stage = wait_for(slot, parity);
     ++position;
-    return static_cast<const char*>(__cvta_shared_to_generic(ring.data + slot * kStreamSlotBytes));
+    if (++slot == static_cast<unsigned>(ring.slots)) {
+      slot = 0;
+      parity ^= 1;
+    }
+    return stage;
   }
   // The calling warp is done with the oldest stage it holds (every lane calls it).
   __device__ void release() {
     __syncwarp();
-    if (threadIdx.x % 32 == 0) {
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-                       shared_address(ring.empty + released % ring.slots))
-                   : "memory");
-    }
+    if (threadIdx.x % 32 == 0) arrive(released_slot, 1);
     ++released;
+    if (++released_slot == static_cast<unsigned>(ring.slots)) released_slot = 0;
+  }
+
+  // A body whose warps take a task's stages apart waits for stage `position + offset` itself
+  // (sure only once the slot's use before, `slots` stages earlier, has landed: an mbarrier's
+  // parity tells two uses of a slot apart, not three) and releases it for `count` of the
+  // kStreamConsumerWarps arrivals a slot takes. After the task, skip(stages) moves every thread's
+  // cursor past its stages, all of them released.
+  __device__ const char* wait_at(unsigned offset) {
+    const unsigned n = position + offset;
+    return wait_for(n % ring.slots, (n / ring.slots) & 1);
+  }
+  __device__ void release_at(unsigned offset, unsigned count) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) arrive((position + offset) % ring.slots, count);
+  }
+  __device__ void skip(unsigned stages) {
+    position += stages;
+    released += stages;
+    slot = position % ring.slots;
+    parity = (position / ring.slots) & 1;
+    released_slot = released % ring.slots;
+  }
+
+ private:
+  __device__ const char* wait_for(unsigned at, unsigned phase) const {
+    const unsigned long long limit = timeout_ns;
+    if (!wait_phase(ring.full + at, phase,
+                    [limit](unsigned long long waited_ns) { return waited_ns > limit; })) {
+      __trap();
+    }
+    return static_cast<const char*>(__cvta_shared_to_generic(ring.data + at * kStreamSlotBytes));
+  }
+  __device__ void arrive(unsigned at, unsigned count) const {
+    asm volatile(
+        "mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(ring.empty + at)),
+        "r"(count)
+        : "memory");
   }
 };
 

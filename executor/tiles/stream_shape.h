@@ -16,6 +16,18 @@ inline constexpr int kStreamMaxSlots = 14;
 // A streamed body has this many warps, each arriving once on `empty` to free a slot.
 inline constexpr int kStreamConsumerWarps = 8;
 inline constexpr int kStreamConsumerThreads = 32 * kStreamConsumerWarps;
+// Pairs of them may take a task's stages apart (tiles/linear_stream.cuh, by_stage), which needs
+// a ring of a multiple of the pairs' slots, more than one pair's worth.
+inline constexpr int kStreamWarpPairs = kStreamConsumerWarps / 2;
+
+#ifndef __CUDACC_RTC__
+// The slots of a ring where `fit` slots fit: at most kStreamMaxSlots, and where there are more
+// than a pair's worth, a multiple of the pairs (a slot or three less). For the hosts.
+constexpr int stream_ring_slots(int fit) {
+  const int slots = fit < kStreamMaxSlots ? fit : kStreamMaxSlots;
+  return slots > kStreamWarpPairs ? slots - slots % kStreamWarpPairs : slots;
+}
+#endif
 // The producer: one warp after the body's in a conventional kernel; in a megakernel region, the
 // first warp of a warpgroup after the consumers' (executor/megakernel_runtime.cuh says why).
 inline constexpr int kStreamProducerThreads = 32;
