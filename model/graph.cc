@@ -80,13 +80,57 @@ void Graph::finalize() {
   }
   tile_graph_ = TileGraph(boost::edges_are_unsorted_multi_pass, edges.begin(), edges.end(),
                           static_cast<uint64_t>(task_count()));
+  task_op_.resize(static_cast<size_t>(task_count()));
+  for (const Op& op : ops_) {
+    std::fill(task_op_.begin() + first_task_[op.index],
+              task_op_.begin() + first_task_[op.index + 1], op.index);
+  }
+  // dep_entries: each task's dependencies counted by op, then listed with whole ops folded.
+  dep_offsets_.assign(static_cast<size_t>(task_count()) + 1, 0);
+  dep_entries_.clear();
+  std::vector<std::pair<int, int64_t>> per_op;  // (op, dependencies on it) of one task
+  for (TaskId id = 0; id < task_count(); ++id) {
+    per_op.clear();
+    const auto [begin, end] = boost::in_edges(static_cast<uint32_t>(id), tile_graph_);
+    for (auto it = begin; it != end; ++it) {
+      const int op = task_op_[boost::source(*it, tile_graph_)];
+      auto found = std::find_if(per_op.begin(), per_op.end(),
+                                [op](const auto& entry) { return entry.first == op; });
+      if (found == per_op.end()) {
+        per_op.emplace_back(op, 1);
+      } else {
+        ++found->second;
+      }
+    }
+    for (auto it = begin; it != end; ++it) {
+      const TaskId dep = boost::source(*it, tile_graph_);
+      const int op = task_op_[dep];
+      const int64_t tiles = first_task_[op + 1] - first_task_[op];
+      auto found = std::find_if(per_op.begin(), per_op.end(),
+                                [op](const auto& entry) { return entry.first == op; });
+      if (tiles >= 2 && found->second == tiles) {
+        found->second = -1;  // listed
+        dep_entries_.push_back(-(static_cast<int64_t>(op) + 1));
+      } else if (found->second != -1) {
+        dep_entries_.push_back(dep);
+      }
+    }
+    dep_offsets_[static_cast<size_t>(id) + 1] = static_cast<int64_t>(dep_entries_.size());
+  }
   finalized_ = true;
 }
 
+// A table lookup once finalized: the schedule's and the simulator's walks over a region's
+// dependencies ask it for every edge.
 TaskRef Graph::task(TaskId id) const {
   assert(id >= 0 && id < task_count());
-  const auto it = std::upper_bound(first_task_.begin(), first_task_.end(), id);
-  const int op = static_cast<int>(it - first_task_.begin()) - 1;
+  int op = 0;
+  if (finalized_) {
+    op = task_op(id);
+  } else {
+    const auto it = std::upper_bound(first_task_.begin(), first_task_.end(), id);
+    op = static_cast<int>(it - first_task_.begin()) - 1;
+  }
   return TaskRef{op, id - first_task_[op]};
 }
 

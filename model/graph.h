@@ -8,6 +8,7 @@
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,16 @@ class Graph {
   TaskId first_task(int op) const { return first_task_.at(op); }
   TaskId task_id(int op, int64_t tile) const { return first_task_.at(op) + tile; }
   TaskRef task(TaskId id) const;
+  // The op of task `id`, once finalized: task(id).op without a search.
+  int task_op(TaskId id) const { return task_op_[static_cast<size_t>(id)]; }
+  // What task `id` waits for, once finalized, in the order of its dependencies: an op of two
+  // or more tasks that it needs every task of, once, as -(op + 1), where its first task would
+  // be; each other task it needs as its id. A static schedule waits for a whole op with one
+  // count (model::task_waits), so its walks ask this rather than every edge.
+  std::span<const int64_t> dep_entries(TaskId id) const {
+    const auto i = static_cast<size_t>(id);
+    return {dep_entries_.data() + dep_offsets_[i], dep_entries_.data() + dep_offsets_[i + 1]};
+  }
   // Tasks that `id` waits for, in increasing order.
   std::vector<TaskId> task_deps(TaskId id) const;
   TileCost task_cost(TaskId id) const;
@@ -70,6 +81,8 @@ class Graph {
   std::vector<Op> ops_;
   std::vector<int> producer_;
   std::vector<TaskId> first_task_{0};
+  std::vector<int32_t> task_op_;                    // (task_count()) each task's op, once finalized
+  std::vector<int64_t> dep_offsets_, dep_entries_;  // dep_entries(id), by task
   TileGraph tile_graph_;
   bool finalized_ = false;
 };

@@ -43,23 +43,30 @@ Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues)
   const TaskId first = graph.first_task(op_begin);
   const TaskId last = graph.first_task(op_end - 1) + graph.op(op_end - 1).tiling.count();
   std::vector<int64_t> finish_ns(last - first, 0);
+  std::vector<int64_t> op_finish_ns(op_end - op_begin, 0);  // the latest of each op's tasks
 
   // Queues by (estimated free time, index): the earliest-free queue, lowest index on ties.
   using Slot = std::pair<int64_t, int>;
   std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at;
   for (int q = 0; q < queues; ++q) free_at.emplace(0, q);
 
+  // Tasks in order, so an op's tasks are all placed before any task that waits for the whole op.
   for (TaskId id = first; id < last; ++id) {
     int64_t ready_ns = 0;
-    for (auto [it, end] = boost::in_edges(static_cast<uint32_t>(id), graph.tiles()); it != end;
-         ++it) {
-      const TaskId dep = boost::source(*it, graph.tiles());
-      if (dep >= first) ready_ns = std::max(ready_ns, finish_ns[dep - first]);
+    for (const int64_t entry : graph.dep_entries(id)) {
+      if (entry < 0) {
+        const int op = static_cast<int>(-entry - 1);
+        if (op >= op_begin) ready_ns = std::max(ready_ns, op_finish_ns[op - op_begin]);
+      } else if (entry >= first) {
+        ready_ns = std::max(ready_ns, finish_ns[entry - first]);
+      }
     }
     auto [free_ns, q] = free_at.top();
     free_at.pop();
     const int64_t start_ns = std::max(free_ns, ready_ns);
     finish_ns[id - first] = start_ns + schedule_cost_estimate_ns(graph.task_cost(id));
+    int64_t& op_finish = op_finish_ns[graph.task_op(id) - op_begin];
+    op_finish = std::max(op_finish, finish_ns[id - first]);
     s.queues[q].push_back(id);
     free_at.emplace(finish_ns[id - first], q);
   }
@@ -78,8 +85,6 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
   // done[i] == q: queue q ran task first + i or waited for it (queues are walked one at a time).
   std::vector<int> done(last - first, -1);
   std::vector<int> whole_done(schedule.op_end - schedule.op_begin, -1);  // likewise, whole ops
-  std::vector<int64_t> per_op(schedule.op_end - schedule.op_begin, 0);
-  std::vector<std::pair<TaskId, int>> deps;  // the task's in the region, with their ops
   for (int q = 0; q < schedule.queue_count(); ++q) {
     for (TaskId id : schedule.queues[q]) {
       if (id < first || id >= last) {
@@ -87,35 +92,28 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
                     " is outside the region's tasks [" + std::to_string(first) + ", " +
                     std::to_string(last) + ")");
       }
-      deps.clear();
-      for (auto [it, end] = boost::in_edges(static_cast<uint32_t>(id), graph.tiles()); it != end;
-           ++it) {
-        const TaskId dep = boost::source(*it, graph.tiles());
-        if (dep < first) continue;
-        const int op = graph.task(dep).op;
-        deps.emplace_back(dep, op);
-        ++per_op[op - schedule.op_begin];
-      }
-      for (const auto& [dep, op] : deps) {
-        const int slot = op - schedule.op_begin;
-        const int64_t tiles = graph.op(op).tiling.count();
-        if (tiles >= 2 && per_op[slot] == tiles) {
+      // Graph::dep_entries: whole ops folded; those before the region are no wait of it.
+      for (const int64_t entry : graph.dep_entries(id)) {
+        if (entry < 0) {
+          const int op = static_cast<int>(-entry - 1);
+          if (op < schedule.op_begin) continue;
+          const int slot = op - schedule.op_begin;
           // Every task of the op: one wait for all of them, unless this queue saw them all.
           if (whole_done[slot] != q) {
-            const TaskId begin = graph.first_task(op) - first;
+            const TaskId begin = graph.first_task(op) - first,
+                         end = graph.first_task(op + 1) - first;
             bool seen = true;
-            for (TaskId t = begin; t < begin + tiles; ++t) seen = seen && done[t] == q;
+            for (TaskId t = begin; t < end; ++t) seen = seen && done[t] == q;
             if (!seen) wait_op(id - first, op);
-            for (TaskId t = begin; t < begin + tiles; ++t) done[t] = q;
+            for (TaskId t = begin; t < end; ++t) done[t] = q;
             whole_done[slot] = q;
           }
           continue;
         }
-        if (done[dep - first] == q) continue;
-        wait(id - first, dep);
-        done[dep - first] = q;
+        if (entry < first || done[entry - first] == q) continue;
+        wait(id - first, entry);
+        done[entry - first] = q;
       }
-      for (const auto& [dep, op] : deps) per_op[op - schedule.op_begin] = 0;
       done[id - first] = q;
     }
   }

@@ -6,6 +6,8 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "model/decoder.h"
 #include "model/error.h"
@@ -80,6 +82,45 @@ TEST(ScheduleTest, IndependentTasksSpreadOverQueues) {
     used += q.empty() ? 0 : 1;
   }
   EXPECT_EQ(used, tiles);
+}
+
+// A task's dependency entries hold each of its dependencies once: an op of two or more tasks it
+// needs all of as one entry, where the op's first dependency lies, every other dependency by id,
+// in the tile graph's order.
+TEST(ScheduleTest, DependencyEntriesFoldWholeOpsInTheGraphsOrder) {
+  int64_t whole = 0, single = 0;
+  for (const char* model : {"tiny-llama", "tiny-qwen3"}) {
+    for (const char* stage : {"prefill", "decode"}) {
+      const Graph g = tiny(model, stage, 3);
+      for (TaskId id = 0; id < g.task_count(); ++id) {
+        std::map<int, int64_t> per_op;
+        std::vector<TaskId> edges;
+        for (auto [it, end] = boost::in_edges(static_cast<uint32_t>(id), g.tiles()); it != end;
+             ++it) {
+          edges.push_back(boost::source(*it, g.tiles()));
+          ++per_op[g.task(edges.back()).op];
+        }
+        std::vector<int64_t> expected;
+        std::set<int> listed;
+        for (TaskId dep : edges) {
+          const int op = g.task(dep).op;
+          if (g.op(op).tiling.count() >= 2 && per_op[op] == g.op(op).tiling.count()) {
+            if (listed.insert(op).second) expected.push_back(-(op + 1));
+          } else {
+            expected.push_back(dep);
+          }
+        }
+        const std::span<const int64_t> got = g.dep_entries(id);
+        ASSERT_EQ(std::vector<int64_t>(got.begin(), got.end()), expected) << "task " << id;
+        whole += static_cast<int64_t>(listed.size());
+        single += static_cast<int64_t>(expected.size() - listed.size());
+        const int op = g.task_op(id);
+        ASSERT_TRUE(g.first_task(op) <= id && id < g.first_task(op + 1)) << "task " << id;
+      }
+    }
+  }
+  EXPECT_GT(whole, 0);
+  EXPECT_GT(single, 0);
 }
 
 // A task waits for exactly its dependencies inside the region that no earlier task of its queue
