@@ -21,13 +21,17 @@ inline constexpr int kStreamConsumerThreads = 32 * kStreamConsumerWarps;
 inline constexpr int kStreamWarpPairs = kStreamConsumerWarps / 2;
 
 #ifndef __CUDACC_RTC__
-// The slots of a ring where `fit` slots fit: at most kStreamMaxSlots, and where there are more
-// than a pair's worth, a multiple of the pairs (a slot or three less). For the hosts.
+// The slots of a ring where `fit` slots fit: at most kStreamMaxSlots, and where two pairs' worth
+// or more fit, a multiple of the pairs (a slot or three less), which by_stage takes; fewer are
+// kept as they are, by_stage or not. For the hosts.
 constexpr int stream_ring_slots(int fit) {
   const int slots = fit < kStreamMaxSlots ? fit : kStreamMaxSlots;
-  return slots > kStreamWarpPairs ? slots - slots % kStreamWarpPairs : slots;
+  return slots >= 2 * kStreamWarpPairs ? slots - slots % kStreamWarpPairs : slots;
 }
+static_assert(stream_ring_slots(13) == 12 && stream_ring_slots(99) == 12 &&
+              stream_ring_slots(9) == 8 && stream_ring_slots(7) == 7 && stream_ring_slots(2) == 2);
 #endif
+
 // The producer: one warp after the body's in a conventional kernel; in a megakernel region, the
 // first warp of a warpgroup after the consumers' (executor/megakernel_runtime.cuh says why).
 inline constexpr int kStreamProducerThreads = 32;
