@@ -52,12 +52,17 @@ class Run final : public EventHandler {
       if (queue_of_[id - first_] < 0) {
         throw Error("simulate_megakernel: task " + std::to_string(id) + " is on no queue");
       }
-      int pending = 0;
-      for (auto [it, end] = boost::in_edges(static_cast<uint32_t>(id), graph.tiles()); it != end;
-           ++it) {
-        if (static_cast<model::TaskId>(boost::source(*it, graph.tiles())) >= first_) ++pending;
+      // Its dependencies inside the region: an op it needs whole (one entry of
+      // Graph::dep_entries) counts each of its tasks, as finish() signals them.
+      int64_t pending = 0;
+      for (const int64_t entry : graph.dep_entries(id)) {
+        if (entry >= 0) {
+          pending += entry >= first_ ? 1 : 0;
+        } else if (const int op = static_cast<int>(-entry - 1); graph.first_task(op) >= first_) {
+          pending += graph.first_task(op + 1) - graph.first_task(op);
+        }
       }
-      pending_[id - first_] = pending;
+      pending_[id - first_] = static_cast<int32_t>(pending);
     }
     if (params.record_spans) out_.spans.reserve(n);
   }
