@@ -37,6 +37,7 @@ struct PlanCommandOptions {
   int threads = 0;
   bool allow_interpolate = false;
   std::string launch = "best";
+  std::string provider = "fastest";
   double min_gain_percent = 5;
 };
 
@@ -130,6 +131,9 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
         model::percent_text(plan.min_gain).c_str(), min_gain_figure(plan.objective));
   }
   if (b.pdl) std::printf("  launch: with Programmatic Dependent Launch (megacut run --pdl)\n");
+  if (!b.providers.all_ours()) {
+    std::printf("  linear providers in conv regions: %s\n", b.providers.describe().c_str());
+  }
 }
 
 void print_search(const planner::Plan& plan) {
@@ -220,6 +224,7 @@ planner::PlanOptions plan_options(const PlanCommandOptions& o) {
   options.top_k = o.top_k;
   options.threads = o.threads;
   options.sim.allow_interpolate = o.allow_interpolate;
+  options.sim.linear_provider = model::parse_policy(o.provider, "--provider");
   if (o.launch == "best") {
     options.choose_pdl = true;
   } else if (o.launch == "pdl" || o.launch == "plain") {
@@ -373,6 +378,10 @@ void add_plan_command(CLI::App& root) {
   cmd->add_option("--launch", o->launch,
                   "How our kernels launch: plain, pdl (Programmatic Dependent Launch, as megacut "
                   "run --pdl) or best (each batch whichever is predicted faster)")
+      ->capture_default_str();
+  cmd->add_option("--provider", o->provider,
+                  "Linear ops of conv regions run on: ours, cublaslt, or fastest (per op, the "
+                  "kernel the profile measured faster)")
       ->capture_default_str();
   cmd->callback([o, batch] {
     o->batch_given = batch->count() > 0;

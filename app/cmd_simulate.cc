@@ -31,6 +31,7 @@ struct SimulateOptions {
   std::string trace_path;
   bool allow_interpolate = false;
   bool pdl = false;
+  std::string provider;  // empty: a plan.json's choice for the batch, else ours
 };
 
 void print_stage(const simulator::StagePrediction& s, const simulator::Prediction& p,
@@ -90,12 +91,18 @@ void run(const SimulateOptions& opt) {
   options.allow_interpolate = opt.allow_interpolate;
   options.pdl = opt.pdl;
   options.record_spans = !opt.trace_path.empty();
+  if (!opt.provider.empty())
+    options.linear_provider = model::parse_policy(opt.provider, "--provider");
   const model::Profile profile = model::read_profile(opt.profile);
   auto sim = std::make_unique<simulator::Simulator>(profile, options);
   const auto shapes = sim->stage_shapes(batch);
   const planner::PlannedRun planned = read_composition(opt.composition, batch, shapes);
-  if (planned.pdl && !options.pdl) {  // a plan.json whose batch launches with PDL
-    options.pdl = true;
+  // A plan.json's launch and linear providers for this batch, unless the options say otherwise.
+  const bool planned_pdl = planned.pdl && !options.pdl;
+  const bool planned_providers = opt.provider.empty() && !planned.providers.all_ours();
+  if (planned_pdl || planned_providers) {
+    options.pdl = options.pdl || planned.pdl;
+    if (planned_providers) options.provider_choice = planned.providers;
     sim = std::make_unique<simulator::Simulator>(profile, options);
   }
   const model::Composition& composition = planned.composition;
@@ -110,6 +117,8 @@ void run(const SimulateOptions& opt) {
     std::printf("launch: with Programmatic Dependent Launch%s\n",
                 opt.pdl ? "" : " (the plan's choice for this batch)");
   }
+  std::printf("linear providers in conv regions: %s%s\n", p.providers.describe().c_str(),
+              planned_providers ? " (as --composition gives them)" : "");
   for (const std::string& note : p.notes) std::printf("note: %s\n", note.c_str());
   if (p.frames > 0) {
     std::printf("\npredicted TTFA  %s  (time to first audio: %lld frames)\n",
@@ -152,6 +161,10 @@ void add_simulate_command(CLI::App& root) {
                 "Interpolate batch sizes between measured ones (linear in batch)");
   cmd->add_flag("--pdl", opt->pdl,
                 "Our kernels launch with Programmatic Dependent Launch (as megacut run --pdl)");
+  cmd->add_option("--provider", opt->provider,
+                  "Linear ops of conv regions run on: ours, cublaslt, or fastest (per op, the "
+                  "kernel the profile measured faster); default: a plan.json's choice for the "
+                  "batch, else ours");
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "model/config.h"
+#include "model/json_field.h"
+#include "model/linear_provider.h"
 
 namespace megacut::app {
 
@@ -18,7 +20,13 @@ planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
   if (json.contains("schema") && json["schema"] == planner::kPlanSchema) {
     return planner::plan_composition(json, batch, shapes, arg);
   }
-  return {model::composition_from_json(json, shapes, arg), false};
+  planner::PlannedRun run{model::composition_from_json(json, shapes, arg), false, {}};
+  // Beside the regions, the ops of conv regions on cuBLASLt, as a plan or a validation lists them.
+  if (json.is_object() && json.contains("linear_providers")) {
+    run.providers =
+        model::provider_choice_from(model::JsonField(json, "", arg).at("linear_providers"), shapes);
+  }
+  return run;
 }
 
 }  // namespace megacut::app

@@ -10,9 +10,11 @@
 
 namespace megacut::app {
 
-// The text form, or a file: plan.json (the composition batch `batch` settles on, and whether
-// it launches with PDL) or a composition in its JSON form ("megacut.composition/1"), checked
-// against the stages it will run on.
+// The text form, or a file: plan.json (the composition batch `batch` settles on, whether it
+// launches with PDL and its linear providers) or a composition in its JSON form
+// ("megacut.composition/1", with the ops of its conv regions on cuBLASLt at "linear_providers"
+// where given, as model::provider_choice_to_json writes them), checked against the stages it
+// will run on.
 planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
                                      const std::vector<model::StageShape>& shapes);
 

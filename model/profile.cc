@@ -86,21 +86,44 @@ RegionConfig region_config_from(const Node& n) {
   return c;
 }
 
+json conv_to_json(const ConvKernel& k) {
+  json conv = {{"kernel", k.kernel},
+               {"provider", k.provider},
+               {"duration_ns", model::stats_to_json(k.duration_ns)},
+               {"launch", launch_to_json(k.launch)}};
+  if (k.gap_to_next_ns) conv["gap_to_next_ns"] = model::stats_to_json(*k.gap_to_next_ns);
+  if (k.standalone_cold_ns)
+    conv["standalone_cold_ns"] = model::stats_to_json(*k.standalone_cold_ns);
+  if (k.standalone_warm_ns)
+    conv["standalone_warm_ns"] = model::stats_to_json(*k.standalone_warm_ns);
+  return conv;
+}
+
+ConvKernel conv_from(const Node& c) {
+  ConvKernel k;
+  k.kernel = c.at("kernel").string();
+  if (c.has("provider")) {
+    k.provider = c.at("provider").string();
+    if (k.provider != "ours" && k.provider != "cublas") {
+      c.at("provider").fail("expected \"ours\" or \"cublas\", got \"" + k.provider + "\"");
+    }
+  }
+  k.duration_ns = duration_from(c.at("duration_ns"), Duration::work);
+  // Absent for the stage's last op; the simulator says so if an absent gap is needed.
+  if (c.has("gap_to_next_ns"))
+    k.gap_to_next_ns = duration_from(c.at("gap_to_next_ns"), Duration::gap);
+  k.launch = launch_from(c.at("launch"));
+  if (c.has("standalone_cold_ns"))
+    k.standalone_cold_ns = duration_from(c.at("standalone_cold_ns"), Duration::work);
+  if (c.has("standalone_warm_ns"))
+    k.standalone_warm_ns = duration_from(c.at("standalone_warm_ns"), Duration::work);
+  return k;
+}
+
 json op_to_json(const OpProfile& op) {
   json j = {{"index", op.index}, {"name", op.name}, {"kind", op.kind}};
-  if (op.conv) {
-    json conv = {{"kernel", op.conv->kernel},
-                 {"provider", op.conv->provider},
-                 {"duration_ns", model::stats_to_json(op.conv->duration_ns)},
-                 {"launch", launch_to_json(op.conv->launch)}};
-    if (op.conv->gap_to_next_ns)
-      conv["gap_to_next_ns"] = model::stats_to_json(*op.conv->gap_to_next_ns);
-    if (op.conv->standalone_cold_ns)
-      conv["standalone_cold_ns"] = model::stats_to_json(*op.conv->standalone_cold_ns);
-    if (op.conv->standalone_warm_ns)
-      conv["standalone_warm_ns"] = model::stats_to_json(*op.conv->standalone_warm_ns);
-    j["conv"] = conv;
-  }
+  if (op.conv) j["conv"] = conv_to_json(*op.conv);
+  if (op.conv_cublaslt) j["conv_cublaslt"] = conv_to_json(*op.conv_cublaslt);
   if (op.task_region) j["task_region"] = region_config_to_json(*op.task_region);
   if (!op.tasks.empty()) {
     json tasks = json::array();
@@ -120,26 +143,12 @@ OpProfile op_from(const Node& n, int sm_count) {
   op.index = static_cast<int>(n.at("index").integer(0, kMaxInt));
   op.name = n.at("name").string();
   op.kind = n.at("kind").string();
-  if (n.has("conv")) {
-    const Node c = n.at("conv");
-    ConvKernel k;
-    k.kernel = c.at("kernel").string();
-    if (c.has("provider")) {
-      k.provider = c.at("provider").string();
-      if (k.provider != "ours" && k.provider != "cublas") {
-        c.at("provider").fail("expected \"ours\" or \"cublas\", got \"" + k.provider + "\"");
-      }
+  if (n.has("conv")) op.conv = conv_from(n.at("conv"));
+  if (n.has("conv_cublaslt")) {
+    op.conv_cublaslt = conv_from(n.at("conv_cublaslt"));
+    if (op.conv_cublaslt->provider != "cublas") {
+      n.at("conv_cublaslt").at("provider").fail("expected \"cublas\"");
     }
-    k.duration_ns = duration_from(c.at("duration_ns"), Duration::work);
-    // Absent for the stage's last op; the simulator says so if an absent gap is needed.
-    if (c.has("gap_to_next_ns"))
-      k.gap_to_next_ns = duration_from(c.at("gap_to_next_ns"), Duration::gap);
-    k.launch = launch_from(c.at("launch"));
-    if (c.has("standalone_cold_ns"))
-      k.standalone_cold_ns = duration_from(c.at("standalone_cold_ns"), Duration::work);
-    if (c.has("standalone_warm_ns"))
-      k.standalone_warm_ns = duration_from(c.at("standalone_warm_ns"), Duration::work);
-    op.conv = std::move(k);
   }
   if (n.has("tasks")) {
     const std::vector<Node> tasks = n.at("tasks").list();

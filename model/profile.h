@@ -9,7 +9,9 @@
 //  - per batch size and stage, the all-conventional CUDA graph: for every op, its kernel's
 //    duration and the gap from its end to the next kernel's start (CUPTI activity records of
 //    the captured graph), and its launch configuration; and the graph's end-to-end time; and,
-//    beside those replays, the graph-launch sweep (GraphLaunchPoint);
+//    beside those replays, the graph-launch sweep (GraphLaunchPoint); then the same graph with
+//    every linear and lm-head op on cuBLASLt, traced the same way, for those ops' cuBLASLt
+//    kernels (OpProfile::conv_cublaslt);
 //  - per op, its conventional kernel alone, after an L2 flush and warm (reported, not simulated);
 //  - per op, the standalone task benchmark: the op alone as a persistent region at 1, sm/4,
 //    sm/2 and sm CTAs, its tiles placed by model::make_schedule(graph, op, op + 1, ctas);
@@ -137,6 +139,10 @@ struct OpProfile {
   std::string name;  // checked against the graph rebuilt from the model config
   std::string kind;
   std::optional<ConvKernel> conv;
+  // The op's cuBLASLt kernel(s) in the all-conventional CUDA graph with every linear and lm-head
+  // op on cuBLASLt (model/linear_provider.h), measured as `conv` is, beside it: only for those
+  // kinds, and absent from profiles that predate it (and from those whose `conv` is cuBLASLt's).
+  std::optional<ConvKernel> conv_cublaslt;
   std::optional<RegionConfig> task_region;  // the single-op region's configuration
   std::vector<TaskBenchmark> tasks;         // increasing CTA count; empty if not measured
   // The op's tile count in the graph its tasks were measured on: the simulator applies their

@@ -120,6 +120,7 @@ BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, 
   }
   for (const StageSearch& s : searches) out.search.push_back({s.stage, s.stats});
   out.pdl = options.sim.pdl;
+  out.providers = sim.provider_choice(batch);
   return out;
 }
 
@@ -273,9 +274,10 @@ bool operator==(const Plan& a, const Plan& b) {
          a.prompt_len == b.prompt_len && a.profile == b.profile &&
          std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(),
                     shapes_equal) &&
-         a.objective == b.objective && a.top_k == b.top_k && a.batches == b.batches &&
-         a.pareto == b.pareto && a.category == b.category && a.min_gain == b.min_gain &&
-         a.threads == b.threads && a.seconds == b.seconds;
+         a.objective == b.objective && a.top_k == b.top_k &&
+         a.linear_provider == b.linear_provider && a.batches == b.batches && a.pareto == b.pareto &&
+         a.category == b.category && a.min_gain == b.min_gain && a.threads == b.threads &&
+         a.seconds == b.seconds;
 }
 
 Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
@@ -305,6 +307,7 @@ Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
   plan.sm_count = profile.device.sm_count;
   plan.prompt_len = profile.prompt_len;
   plan.profile = profile.source;
+  plan.linear_provider = options.sim.linear_provider;
   plan.objective = options.objective;
   // A coverage floor counts ops in mk regions: once K - 1 reaches a stage's op count, every
   // count is a floor of its own, and a larger K ranks the same compositions.

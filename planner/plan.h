@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/linear_provider.h"
 #include "model/profile.h"
 #include "planner/search.h"
 #include "simulator/simulator.h"
@@ -88,6 +89,9 @@ struct BatchPlan {
   // Every prediction of this batch assumes our kernels launch with Programmatic Dependent Launch
   // (megacut run --pdl).
   bool pdl = false;
+  // Which ops of conv regions run on cuBLASLt at this batch, as the plan's linear provider policy
+  // chose them from the profile (Simulator::provider_choice).
+  model::ProviderChoice providers;
 
   const Evaluated& best() const { return ranked.front(); }
   friend bool operator==(const BatchPlan&, const BatchPlan&) = default;
@@ -135,6 +139,8 @@ struct Plan {
   std::vector<model::StageShape> stages;
   std::optional<Objective> objective;
   int top_k = 0;  // PlanOptions::top_k, at most one more than the largest stage's op count
+  // How conv regions' linear ops chose their provider (PlanOptions::sim.linear_provider).
+  model::ProviderPolicy linear_provider = model::ProviderPolicy::ours;
   std::vector<BatchPlan> batches;   // increasing batch
   std::vector<ParetoPoint> pareto;  // increasing TTFO, decreasing throughput
   Category category = Category::mixed;
@@ -175,7 +181,9 @@ std::vector<double> coverage_floors(int top_k);
 // JSON form. A batch's chosen composition, the one it settles on (settled, with the plan's
 // min_gain), is at batches[i].composition (where batches[i].batch is the batch size), in
 // model::composition_to_json form, with its canonical text beside it at batches[i].text and
-// whether it launches with PDL at batches[i].pdl; the ranked list is at batches[i].ranked.
+// whether it launches with PDL at batches[i].pdl, and the ops its conv regions run on cuBLASLt at
+// batches[i].linear_providers (model::provider_choice_to_json); the ranked list is at
+// batches[i].ranked.
 nlohmann::json plan_to_json(const Plan& plan);
 // Validates and reads a plan; `file` names the source in errors.
 Plan plan_from_json(const nlohmann::json& json, std::string_view file);
@@ -183,6 +191,7 @@ Plan plan_from_json(const nlohmann::json& json, std::string_view file);
 struct PlannedRun {
   model::Composition composition;
   bool pdl = false;
+  model::ProviderChoice providers;
 };
 // The chosen run for `batch`, its composition checked against the stages it will run on.
 PlannedRun plan_composition(const nlohmann::json& plan, int64_t batch,

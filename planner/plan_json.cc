@@ -100,6 +100,13 @@ model::Composition chosen_composition(const Field& batch,
 // Absent in plans written before launches were planned: plain.
 bool launches_with_pdl(const Field& batch) { return batch.has("pdl") && batch.at("pdl").boolean(); }
 
+// Absent in plans written before linear providers were chosen: all ours.
+model::ProviderChoice linear_providers(const Field& batch,
+                                       const std::vector<model::StageShape>& shapes) {
+  if (!batch.has("linear_providers")) return {};
+  return model::provider_choice_from(batch.at("linear_providers"), shapes);
+}
+
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 
 void check_schema(const json& j, std::string_view file) {
@@ -137,6 +144,7 @@ json plan_to_json(const Plan& plan) {
                        {"composition", model::composition_to_json(chosen.composition)},
                        {"text", chosen.text},
                        {"pdl", b.pdl},
+                       {"linear_providers", model::provider_choice_to_json(b.providers)},
                        {"ttfo_ns", chosen.ttfo_ns},
                        {"decode_step_ns", chosen.decode_step_ns},
                        {"throughput_per_s", chosen.throughput_per_s},
@@ -169,6 +177,7 @@ json plan_to_json(const Plan& plan) {
           {"stages", stages},
           {"objective", plan.objective ? json(objective_name(*plan.objective)) : json(nullptr)},
           {"top_k", plan.top_k},
+          {"linear_provider", model::policy_name(plan.linear_provider)},
           {"threads", plan.threads},
           {"seconds", plan.seconds},
           {"batches", batches},
@@ -202,6 +211,13 @@ Plan plan_from_json(const json& j, std::string_view file) {
     }
   }
   plan.top_k = static_cast<int>(root.at("top_k").integer(1, kMaxInt));
+  // Absent in plans written before linear providers were chosen: ours.
+  if (const std::optional<Field> policy = root.optional("linear_provider")) {
+    const std::string name = policy->string();
+    const std::optional<model::ProviderPolicy> p = model::find_policy(name);
+    if (!p) policy->fail("expected \"ours\", \"cublaslt\" or \"fastest\", got \"" + name + "\"");
+    plan.linear_provider = *p;
+  }
   plan.threads = static_cast<int>(root.at("threads").integer(1, kMaxInt));
   plan.seconds = root.at("seconds").non_negative_number();
   const Field category = root.at("category");
@@ -232,6 +248,7 @@ Plan plan_from_json(const json& j, std::string_view file) {
                         "')");
     }
     bp.pdl = launches_with_pdl(b);
+    bp.providers = linear_providers(b, plan.stages);
     const Field search = b.at("search");
     for (const model::StageShape& s : plan.stages) {
       bp.search.push_back({s.name, search_stats(search.at(s.name))});
@@ -262,7 +279,10 @@ PlannedRun plan_composition(const json& plan, int64_t batch,
   std::string known;
   for (const Field& b : Field(plan, "", file).at("batches").list()) {
     const int64_t planned = b.at("batch").integer(1);
-    if (planned == batch) return {chosen_composition(b, shapes, file), launches_with_pdl(b)};
+    if (planned == batch) {
+      return {chosen_composition(b, shapes, file), launches_with_pdl(b),
+              linear_providers(b, shapes)};
+    }
     known += (known.empty() ? "" : ", ") + std::to_string(planned);
   }
   throw Error(std::string(file) + ": no plan for batch " + std::to_string(batch) +

@@ -17,11 +17,29 @@ import sys
 import tempfile
 
 
-def simulate(megacut, profile, batch, composition, pdl):
+def composition_json(text, linear_providers):
+    """The composition's JSON form from its canonical text, with the candidate's linear providers."""
+    stages = {}
+    for clause in text.split(";"):
+        stage, regions = clause.split(":", 1)
+        stages[stage.strip()] = []
+        for region in regions.split():
+            kind, bounds = region.rstrip("]").split("[")
+            begin, end = bounds.split(":")
+            stages[stage.strip()].append({"kind": kind, "begin": int(begin), "end": int(end)})
+    return {"schema": "megacut.composition/1", "stages": stages,
+            "linear_providers": linear_providers}
+
+
+def simulate(megacut, profile, batch, candidate):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "prediction.json")
+        composition = os.path.join(tmp, "composition.json")
+        with open(composition, "w") as f:
+            json.dump(composition_json(candidate["composition"],
+                                       candidate.get("linear_providers", "ours")), f)
         cmd = [megacut, "simulate", "--profile", profile, "--batch", str(batch),
-               "--composition", composition, "--json", out] + (["--pdl"] if pdl else [])
+               "--composition", composition, "--json", out] + (["--pdl"] if candidate["pdl"] else [])
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit(f"{' '.join(cmd[:6])}...: {run.stderr.strip()}")
@@ -47,7 +65,7 @@ def main():
             for c in b["candidates"]:
                 if not c.get("measured") or not c.get("predicted"):
                     continue
-                p = simulate(args.megacut, v["profile"], b["batch"], c["composition"], c["pdl"])
+                p = simulate(args.megacut, v["profile"], b["batch"], c)
                 measured = c["measured"]["ttfo"]["p50"]
                 measured_step = c["measured"]["decode_step"]["p50"]
                 old, new = c["predicted"]["ttfo_ns"] / 1e6, p["ttfo_ns"] / 1e6

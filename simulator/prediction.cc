@@ -108,6 +108,7 @@ json prediction_to_json(const Prediction& p) {
               {"batch", p.batch},
               {"prompt_len", p.prompt_len},
               {"composition", p.composition},
+              {"linear_providers", model::provider_choice_to_json(p.providers)},
               {"ttfo_ns", p.ttfo_ns},
               {"decode_step_ns", p.decode_step_ns},
               {"throughput_per_s", p.throughput_per_s},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/linear_provider.h"
 #include "model/profile.h"
 #include "simulator/megakernel.h"
 
@@ -100,6 +101,8 @@ struct Prediction {
   int64_t prompt_len = 0;
   int64_t frames = 0;       // TTS: frames of the first audio chunk
   std::string composition;  // canonical text
+  // The ops of its conv regions that run on cuBLASLt (SimOptions::linear_provider), listed.
+  model::ProviderChoice providers;
   std::vector<StagePrediction> stages;
   // The first output: the stage runs that lead to it (model::stage_sequence), replayed back
   // to back (an LLM's prefill; a TTS pipeline's every run through the first audio chunk).

@@ -135,6 +135,8 @@ struct Simulator::StageState {
   std::vector<double> task_bytes;
   std::vector<double> task_estimate;
   std::vector<OpModel> ops;
+  // By op, the conventional kernel the provider choice takes (null: none measured).
+  std::vector<const model::ConvKernel*> conv;
   // The stage graph's launch: the fixed part, and each node's.
   TimeNs launch_fixed_ns = 0;
   TimeNs launch_node_ns = 0;
@@ -281,6 +283,8 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   s->task_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
+  s->conv.resize(g.op_count());
+  for (int op = 0; op < g.op_count(); ++op) s->conv[op] = chosen_kernel(*s, op);
   return *stages_.emplace(key, std::move(s)).first->second;
 }
 
@@ -309,15 +313,20 @@ std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view sta
     op.index = b.index;
     op.name = b.name;
     op.kind = b.kind;
-    if (a->conv && b.conv) {
-      model::ConvKernel k = *b.conv;  // name, provider and launch configuration of the larger batch
-      k.duration_ns = lerp(a->conv->duration_ns, b.conv->duration_ns, w);
+    // Name, provider and launch configuration of the larger batch.
+    auto mix = [&](const std::optional<model::ConvKernel>& ka,
+                   const std::optional<model::ConvKernel>& kb) -> std::optional<model::ConvKernel> {
+      if (!ka || !kb || ka->provider != kb->provider) return std::nullopt;
+      model::ConvKernel k = *kb;
+      k.duration_ns = lerp(ka->duration_ns, kb->duration_ns, w);
       k.gap_to_next_ns.reset();
-      if (a->conv->gap_to_next_ns && b.conv->gap_to_next_ns) {
-        k.gap_to_next_ns = lerp(*a->conv->gap_to_next_ns, *b.conv->gap_to_next_ns, w);
+      if (ka->gap_to_next_ns && kb->gap_to_next_ns) {
+        k.gap_to_next_ns = lerp(*ka->gap_to_next_ns, *kb->gap_to_next_ns, w);
       }
-      op.conv = std::move(k);
-    }
+      return k;
+    };
+    op.conv = mix(a->conv, b.conv);
+    op.conv_cublaslt = mix(a->conv_cublaslt, b.conv_cublaslt);
     if (a->task_region && b.task_region && !a->tasks.empty() && !b.tasks.empty()) {
       // Tiles can change size with the batch: scale each side's task times to the target's
       // tiles by the rough cost estimate before mixing.
@@ -342,14 +351,60 @@ std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view sta
   return out;
 }
 
+const model::ConvKernel* Simulator::chosen_kernel(const StageState& s, int op) const {
+  const model::OpProfile* p = s.profile->op(op);
+  if (p == nullptr || (!p->conv && !p->conv_cublaslt)) return nullptr;
+  // A profile's `conv` is whichever provider it ran (ours, in profiles of today).
+  auto measured = [&](model::LinearProvider provider) -> const model::ConvKernel* {
+    const std::string_view name = provider == model::LinearProvider::ours ? "ours" : "cublas";
+    if (p->conv && p->conv->provider == name) return &*p->conv;
+    if (p->conv_cublaslt && name == "cublas") return &*p->conv_cublaslt;
+    return nullptr;
+  };
+  if (!model::cublaslt_can_run(p->kind)) return p->conv ? &*p->conv : nullptr;
+  model::LinearProvider want = model::LinearProvider::ours;
+  if (options_.provider_choice) {
+    want = options_.provider_choice->of(s.stage, op);
+  } else if (options_.linear_provider == model::ProviderPolicy::cublaslt) {
+    want = model::LinearProvider::cublaslt;
+  } else if (options_.linear_provider == model::ProviderPolicy::fastest) {
+    const model::ConvKernel* ours = measured(model::LinearProvider::ours);
+    const model::ConvKernel* cublaslt = measured(model::LinearProvider::cublaslt);
+    if (ours == nullptr || cublaslt == nullptr) return ours != nullptr ? ours : cublaslt;
+    return cublaslt->duration_ns.mean < ours->duration_ns.mean ? cublaslt : ours;
+  }
+  return measured(want);
+}
+
 const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
                                                 const model::Region& region) {
+  const model::ConvKernel* k = s.conv.at(op);
+  if (k != nullptr) return *k;
   const model::OpProfile* p = s.profile->op(op);
-  if (p == nullptr || !p->conv) {
-    throw Error(where(s, op) + ": no conventional kernel measured (needed by " +
-                region_text(region) + ")");
+  if (p != nullptr && (p->conv || p->conv_cublaslt)) {
+    throw Error(where(s, op) + ": no kernel measured for its linear provider (" +
+                (options_.provider_choice
+                     ? options_.provider_choice->describe()
+                     : std::string(model::policy_name(options_.linear_provider))) +
+                "), needed by " + region_text(region) +
+                "; profiles made before cuBLASLt's kernels were measured beside ours have ours "
+                "only: profile the model again");
   }
-  return *p->conv;
+  throw Error(where(s, op) + ": no conventional kernel measured (needed by " + region_text(region) +
+              ")");
+}
+
+model::ProviderChoice Simulator::provider_choice(int64_t batch) {
+  model::ProviderChoice choice;
+  for (const model::Stage& stage : scenario(batch).stages) {
+    const StageState& s = state(stage.name, batch);
+    std::vector<int> ops;
+    for (int op = 0; op < s.graph->op_count(); ++op) {
+      if (s.conv[op] != nullptr && s.conv[op]->provider == "cublas") ops.push_back(op);
+    }
+    if (!ops.empty()) choice.cublaslt_ops[s.stage] = std::move(ops);
+  }
+  return choice;
 }
 
 const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
@@ -639,6 +694,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
   p.prompt_len = profile_.prompt_len;
   p.frames = profile_.frames;
   p.composition = composition.to_string();
+  p.providers = provider_choice(batch).in_conv_regions(composition);
   p.interpolated = interpolation(batch);
   if (p.interpolated) {
     p.notes.push_back("batch " + std::to_string(batch) +
@@ -711,9 +767,14 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     }
     std::stable_sort(sp.path_by_op.begin(), sp.path_by_op.end(),
                      [](const OpOnPath& a, const OpOnPath& b) { return a.time_ns > b.time_ns; });
-    // Only a measured batch has a measurement to replay against.
-    if (const model::StageProfile& prof = stage_profile(stage.name, batch);
-        prof.graph_ns && !p.interpolated) {
+    // Only a measured batch has a measurement to replay against, and only with the kernels it
+    // ran (not cuBLASLt's where the profile measured them beside it).
+    const StageState& st = state(stage.name, batch);
+    const bool graph_kernels = std::ranges::all_of(st.profile->ops, [&](const model::OpProfile& o) {
+      return !o.conv || st.conv[o.index] == &*o.conv;
+    });
+    if (const model::StageProfile& prof = *st.profile;
+        prof.graph_ns && !p.interpolated && graph_kernels) {
       sp.measured_conv_graph_ns = p50(*prof.graph_ns);
     }
     p.stages.push_back(std::move(sp));

@@ -38,6 +38,7 @@
 #include "model/composition.h"
 #include "model/config.h"
 #include "model/graph.h"
+#include "model/linear_provider.h"
 #include "model/profile.h"
 #include "model/scenario.h"
 #include "model/schedule.h"
@@ -56,6 +57,12 @@ struct SimOptions {
   // micro-benchmarks; a boundary before a cuBLASLt kernel pays what it would without PDL (the
   // traced gap, or the plain kernel gap).
   bool pdl = false;
+  // Which kernel runs each linear and lm-head op of a conv region (model/linear_provider.h): by
+  // policy, the profile's kernels in the all-conventional graph deciding `fastest` per op; or,
+  // where set, exactly this choice (a plan's), whatever the policy. An op whose chosen provider
+  // the profile did not measure is an error.
+  model::ProviderPolicy linear_provider = model::ProviderPolicy::ours;
+  std::optional<model::ProviderChoice> provider_choice;
   // Keep every kernel and task span for the Chrome trace (memory grows with the task count).
   bool record_spans = false;
 };
@@ -79,6 +86,9 @@ class Simulator {
   // The profile's data for a stage: measured, or interpolated when allowed.
   const model::StageProfile& stage_profile(std::string_view stage, int64_t batch);
   std::optional<Interpolation> interpolation(int64_t batch) const;
+  // The provider each op of every stage at `batch` runs on in conv regions, as the options
+  // decide it: the ops on cuBLASLt listed.
+  model::ProviderChoice provider_choice(int64_t batch);
 
   // "profile <file>: batch <b>, stage <s>, <kind>[a:b]", for errors about a region: a caller
   // that runs the region's megakernel itself adds it to the TimeOverflow it may throw.
@@ -124,6 +134,9 @@ class Simulator {
                                                    const model::Graph& target);
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
   const model::ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
+  // The kernel the options choose for op `op` of the stage; null where the profile did not
+  // measure it (conv_kernel says why when a region needs it).
+  const model::ConvKernel* chosen_kernel(const StageState& s, int op) const;
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
   TimeNs sequence_ns(const Prediction& p, const model::Scenario& scenario,
                      model::Sequence which) const;

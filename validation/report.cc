@@ -53,7 +53,7 @@ void add_coverage(ReportModel& m, const model::Profile& profile) {
         m, "the profile " + v.profile + " is of " + profile.model_name + ", not of " + v.model);
     return;
   }
-  std::unique_ptr<simulator::Simulator> sims[2];  // without PDL, with PDL: made when needed
+  CandidateSimulators sims(profile, {});
   double moved = 0;  // the largest |new - recorded| / recorded predicted TTFO
   int failed = 0;
   std::string first_error;
@@ -63,14 +63,10 @@ void add_coverage(ReportModel& m, const model::Profile& profile) {
     for (const CandidateResult& c : b.candidates) {
       std::optional<double> share;
       if (c.predicted) {
-        std::unique_ptr<simulator::Simulator>& sim = sims[c.candidate.pdl ? 1 : 0];
-        if (!sim) {
-          sim = std::make_unique<simulator::Simulator>(
-              profile, simulator::SimOptions{.pdl = c.candidate.pdl});
-        }
         try {
-          const planner::Evaluated e = planner::evaluate(
-              sim->simulate(c.candidate.composition, b.batch), c.candidate.composition);
+          const planner::Evaluated e =
+              planner::evaluate(sims.of(c.candidate).simulate(c.candidate.composition, b.batch),
+                                c.candidate.composition);
           share = e.coverage();
           if (c.predicted->ttfo_ns > 0) {
             moved =

@@ -71,6 +71,7 @@ json candidate_json(const CandidateResult& c, size_t index, const BatchMetrics& 
   json out = {{"labels", c.candidate.labels},
               {"composition", c.candidate.text},
               {"pdl", c.candidate.pdl},
+              {"linear_providers", model::provider_choice_to_json(c.candidate.providers)},
               {"predicted", predicted},
               {"measured", measured},
               {"ttfo_ape_percent", percent_json(c.ttfo_ape)},
@@ -147,6 +148,14 @@ CandidateResult candidate_from_json(const Field& f) {
   c.candidate.composition = canonical_composition(f.at("composition"));
   c.candidate.text = c.candidate.composition.to_string();
   c.candidate.pdl = f.at("pdl").boolean();
+  // Absent in validations written before linear providers were chosen: ours.
+  if (const std::optional<Field> p = f.optional("linear_providers")) {
+    std::vector<model::StageShape> shapes;
+    for (const model::StageRegions& s : c.candidate.composition.stages) {
+      shapes.push_back({s.stage, s.regions.back().end});
+    }
+    c.candidate.providers = model::provider_choice_from(*p, shapes);
+  }
   if (const std::optional<Field> p = f.optional("predicted")) {
     c.predicted = Predicted{p->at("ttfo_ns").integer(0), p->at("decode_step_ns").integer(0)};
   }
@@ -181,7 +190,11 @@ void batch_markdown(std::string& md, const BatchValidation& b) {
           percent_cell(c.ttfo_ape) + " | " + ms_text(predicted_ns(c, true)) + " | " +
           ms_text(measured_ns(c, &model::LatencyStats::p50, true)) + " | " +
           percent_cell(c.decode_step_ape) + " | `" + c.candidate.text + "`" +
-          (c.candidate.pdl ? " with PDL" : "") + " |\n";
+          (c.candidate.pdl ? " with PDL" : "") +
+          (c.candidate.providers.all_ours()
+               ? ""
+               : "; linear providers: " + c.candidate.providers.describe()) +
+          " |\n";
     if (!c.prediction_error.empty()) {
       problems += "- " + std::to_string(i + 1) + " (" + c.candidate.label() +
                   "): no prediction: " + c.prediction_error + "\n";
@@ -241,53 +254,71 @@ model::Composition merge_conv_regions(model::Composition composition) {
 }
 
 void add_candidate(std::vector<Candidate>& list, std::string label,
-                   const model::Composition& composition, bool pdl) {
+                   const model::Composition& composition, bool pdl,
+                   const model::ProviderChoice& providers) {
   model::Composition merged = merge_conv_regions(composition);
   std::string text = merged.to_string();
+  model::ProviderChoice in_conv = providers.in_conv_regions(merged);
   for (Candidate& c : list) {
-    if (c.text == text && c.pdl == pdl) {
+    if (c.text == text && c.pdl == pdl && c.providers == in_conv) {
       if (std::find(c.labels.begin(), c.labels.end(), label) == c.labels.end()) {
         c.labels.push_back(std::move(label));
       }
       return;
     }
   }
-  list.push_back({{std::move(label)}, std::move(merged), std::move(text), pdl});
+  list.push_back({{std::move(label)}, std::move(merged), std::move(text), pdl, std::move(in_conv)});
 }
 
 std::vector<Candidate> validation_candidates(const planner::BatchPlan& plan,
                                              const std::vector<model::StageShape>& shapes,
                                              const std::vector<model::Composition>& random,
-                                             bool with_pdl) {
+                                             bool with_pdl,
+                                             const std::optional<model::ProviderChoice>& cublaslt) {
   std::vector<Candidate> list;
   for (size_t i = 0; i < plan.ranked.size(); ++i) {
-    add_candidate(list, "top " + std::to_string(i + 1), plan.ranked[i].composition);
+    add_candidate(list, "top " + std::to_string(i + 1), plan.ranked[i].composition, false,
+                  plan.providers);
   }
   add_candidate(list, "mk", model::uniform_composition(shapes, model::RegionKind::mk));
   const model::Composition conv = model::uniform_composition(shapes, model::RegionKind::conv);
   add_candidate(list, "conv", conv);
   if (with_pdl) add_candidate(list, "conv+pdl", conv, true);
+  if (cublaslt) add_candidate(list, "conv cublaslt", conv, false, *cublaslt);
   for (size_t i = 0; i < random.size(); ++i) {
-    add_candidate(list, "random " + std::to_string(i + 1), random[i]);
+    add_candidate(list, "random " + std::to_string(i + 1), random[i], false, plan.providers);
   }
   return list;
+}
+
+CandidateSimulators::CandidateSimulators(const model::Profile& profile,
+                                         simulator::SimOptions options)
+    : profile_(profile), options_(std::move(options)) {}
+
+CandidateSimulators::~CandidateSimulators() = default;
+
+simulator::Simulator& CandidateSimulators::of(const Candidate& candidate) {
+  const std::pair<bool, model::ProviderChoice> key{candidate.pdl, candidate.providers};
+  for (auto& [k, sim] : made_) {
+    if (k == key) return *sim;
+  }
+  simulator::SimOptions options = options_;
+  options.pdl = candidate.pdl;
+  options.provider_choice = candidate.providers;
+  made_.emplace_back(key, std::make_unique<simulator::Simulator>(profile_, options));
+  return *made_.back().second;
 }
 
 std::vector<CandidateResult> predict_candidates(const model::Profile& profile,
                                                 simulator::SimOptions options, int64_t batch,
                                                 const std::vector<Candidate>& candidates) {
-  std::unique_ptr<simulator::Simulator> sims[2];  // without PDL, with PDL: made when needed
+  CandidateSimulators sims(profile, std::move(options));
   std::vector<CandidateResult> out;
   for (const Candidate& c : candidates) {
     CandidateResult r;
     r.candidate = c;
-    std::unique_ptr<simulator::Simulator>& sim = sims[c.pdl ? 1 : 0];
-    if (!sim) {
-      options.pdl = c.pdl;
-      sim = std::make_unique<simulator::Simulator>(profile, options);
-    }
     try {
-      const simulator::Prediction p = sim->simulate(c.composition, batch);
+      const simulator::Prediction p = sims.of(c).simulate(c.composition, batch);
       r.predicted = Predicted{p.ttfo_ns, p.decode_step_ns};
     } catch (const Error& e) {
       r.prediction_error = e.what();

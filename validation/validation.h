@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "model/composition.h"
+#include "model/linear_provider.h"
 #include "model/profile.h"
 #include "model/stats.h"
 #include "planner/plan.h"
@@ -46,6 +48,8 @@ struct Candidate {
   model::Composition composition;   // adjacent conv regions merged
   std::string text;                 // composition.to_string()
   bool pdl = false;                 // region boundaries use Programmatic Dependent Launch
+  // The ops of its conv regions that run on cuBLASLt (ProviderChoice::in_conv_regions).
+  model::ProviderChoice providers;
 
   std::string label() const;  // the labels joined by ", "
 };
@@ -53,17 +57,38 @@ struct Candidate {
 // The composition with adjacent conv regions merged: the same kernels, gaps and graph either way.
 model::Composition merge_conv_regions(model::Composition composition);
 
-// Adds a candidate, or only its label where one with the same merged text and PDL is listed.
+// Adds a candidate, or only its label where one with the same merged text, PDL and providers in
+// its conv regions is listed.
 void add_candidate(std::vector<Candidate>& list, std::string label,
-                   const model::Composition& composition, bool pdl = false);
+                   const model::Composition& composition, bool pdl = false,
+                   const model::ProviderChoice& providers = {});
 
 // The candidates of one batch, in this order: the plan's ranked compositions ("top 1" .. "top
 // K"), one megakernel per stage ("mk"), all conventional ("conv"), all conventional with PDL
-// ("conv+pdl", when `with_pdl`), then `random` ("random 1" ..); duplicates merged.
-std::vector<Candidate> validation_candidates(const planner::BatchPlan& plan,
-                                             const std::vector<model::StageShape>& shapes,
-                                             const std::vector<model::Composition>& random,
-                                             bool with_pdl);
+// ("conv+pdl", when `with_pdl`), all conventional with `cublaslt`'s ops on cuBLASLt ("conv
+// cublaslt", when given: every op that can), then `random` ("random 1" ..); duplicates merged.
+// The plan's compositions and the random ones run the plan's linear providers; "mk", "conv"
+// and "conv+pdl" our kernels only.
+std::vector<Candidate> validation_candidates(
+    const planner::BatchPlan& plan, const std::vector<model::StageShape>& shapes,
+    const std::vector<model::Composition>& random, bool with_pdl,
+    const std::optional<model::ProviderChoice>& cublaslt = {});
+
+// The simulators candidates are predicted with: one per launch (PDL or not) and linear
+// provider choice, made from `options` when first needed.
+class CandidateSimulators {
+ public:
+  CandidateSimulators(const model::Profile& profile, simulator::SimOptions options);
+  ~CandidateSimulators();
+  simulator::Simulator& of(const Candidate& candidate);
+
+ private:
+  const model::Profile& profile_;
+  simulator::SimOptions options_;
+  std::vector<
+      std::pair<std::pair<bool, model::ProviderChoice>, std::unique_ptr<simulator::Simulator>>>
+      made_;
+};
 
 struct Predicted {
   simulator::TimeNs ttfo_ns = 0;
@@ -88,9 +113,10 @@ struct CandidateResult {
   std::optional<double> decode_step_ape;
 };
 
-// Every candidate predicted from the profile alone, by a Simulator with options.pdl set as the
-// candidate asks. One the profile cannot predict (an mk region over an op without task
-// benchmarks) keeps the simulator's message in prediction_error instead.
+// Every candidate predicted from the profile alone, by a Simulator with options.pdl and the
+// linear providers set as the candidate asks (CandidateSimulators). One the profile cannot predict
+// (an mk region over an op without task benchmarks) keeps the simulator's message in
+// prediction_error instead.
 std::vector<CandidateResult> predict_candidates(const model::Profile& profile,
                                                 simulator::SimOptions options, int64_t batch,
                                                 const std::vector<Candidate>& candidates);

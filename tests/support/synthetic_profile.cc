@@ -5,6 +5,7 @@
 #include <set>
 
 #include "model/decoder.h"
+#include "model/linear_provider.h"
 #include "model/schedule.h"
 
 namespace megacut::testing {
@@ -81,6 +82,13 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
         k.launch.smem_bytes = config_for(o.kind).smem_bytes;
         graph_ns += std::round(kernel_ns) + (op.index + 1 < g.op_count() ? d.kernel_gap_ns : 0);
         o.conv = k;
+        if (d.cublaslt_ratio > 0 && model::cublaslt_can_run(o.kind)) {
+          model::ConvKernel lt = k;
+          lt.kernel = "sm90_xmma_gemm_bf16bf16_bf16f32";
+          lt.provider = "cublas";
+          lt.duration_ns = constant_stats(std::round(kernel_ns * d.cublaslt_ratio));
+          o.conv_cublaslt = lt;
+        }
 
         const double solo =
             static_cast<double>(d.task_overhead_ns) + per_tile_flops / d.flops_per_ns_per_sm;
