@@ -24,7 +24,6 @@ struct ProfileCommandOptions {
   int64_t frames = 0;
   std::string out;
   std::string trace;
-  std::string provider = "ours";
   int runs = 100;
   int warmup = 10;
   int micro_launches = 50;
@@ -102,11 +101,6 @@ void run(const ProfileCommandOptions& o) {
   options.batches = model::parse_batch_list(o.batches);
   options.prompt_len = o.prompt_len;
   options.frames = o.frames;
-  if (o.provider == "cublaslt") {
-    options.provider = executor::LinearProvider::cublaslt;
-  } else if (o.provider != "ours") {
-    throw Error("--provider: '" + o.provider + "' is not a provider (ours, cublaslt)");
-  }
   if (o.runs < 1) throw Error("--runs: must be at least 1");
   if (o.warmup < 0) throw Error("--warmup: must not be negative");
   options.batch.runs = o.runs;
@@ -142,15 +136,16 @@ void run(const ProfileCommandOptions& o) {
     ++batches_done;
   };
   terminal.line("megacut profile: " + o.model + ", prompt " + std::to_string(o.prompt_len) +
-                " tokens, provider " + o.provider + "; each stage one CUDA graph, " +
-                std::to_string(o.warmup) + " warm-up and " + std::to_string(o.runs) +
+                " tokens; each stage one CUDA graph, " + std::to_string(o.warmup) +
+                " warm-up and " + std::to_string(o.runs) +
                 " timed replays untraced (CUDA events), then traced (CUPTI); each op's kernel " +
                 std::to_string(o.standalone_runs) + " times alone, cold and warm; " +
                 (o.no_task_benchmarks ? std::string("no task benchmarks")
                                       : "each op's tasks alone in persistent regions of " +
                                             (o.task_ctas.empty() ? std::string("1, sm/4, sm/2, sm")
                                                                  : model::comma_list(o.task_ctas)) +
-                                            " CTAs"));
+                                            " CTAs") +
+                "; then the replays again, traced, with the linear ops on cuBLASLt");
   const model::Profile profile = profiler::run_profile(options, listener);
   terminal.line("profile written to " + o.out + " (" + std::string(model::kProfileSchema) +
                 ", batches " + std::to_string(profile.batches.size()) +
@@ -174,8 +169,6 @@ void add_profile_command(CLI::App& root) {
   cmd->add_option("--out,-o", o->out, "Write the profile (megacut.profile/1) here")->required();
   cmd->add_option("--trace", o->trace,
                   "Write the smallest batch's measured iteration as a Chrome trace (Perfetto)");
-  cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")
-      ->capture_default_str();
   cmd->add_option("--runs", o->runs, "Timed replays of each stage")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Warm-up replays of each stage")->capture_default_str();
   cmd->add_option("--micro-launches", o->micro_launches, "Traced launches of each micro-benchmark")

@@ -26,7 +26,7 @@ struct RunCommandOptions {
   std::string composition = "conv";
   int runs = 50;
   int warmup = 5;
-  std::string provider = "ours";
+  std::string provider;  // empty: a plan.json's choice for the batch, else ours
   bool pdl = false;
   std::string weights_dir;
   uint64_t seed = 0;
@@ -107,11 +107,10 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
 
 void run(const RunCommandOptions& o) {
   const int64_t batch = model::parse_batch(o.batch);
-  executor::LinearProvider provider = executor::LinearProvider::ours;
-  if (o.provider == "cublaslt") {
-    provider = executor::LinearProvider::cublaslt;
-  } else if (o.provider != "ours") {
-    throw Error("--provider: '" + o.provider + "' is not a provider (ours, cublaslt)");
+  if (!o.provider.empty() && o.provider != "ours" && o.provider != "cublaslt") {
+    throw Error("--provider: '" + o.provider +
+                "' is not a provider to run (ours, cublaslt; a plan.json carries its choice per "
+                "op)");
   }
   if (o.runs < 1) throw Error("--runs: must be at least 1");
   if (o.warmup < 0) throw Error("--warmup: must not be negative");
@@ -133,6 +132,14 @@ void run(const RunCommandOptions& o) {
   if (planned.pdl && !o.pdl) {
     std::printf("the plan launches this batch with Programmatic Dependent Launch (as --pdl)\n");
   }
+  model::ProviderChoice providers = planned.providers;
+  if (!o.provider.empty()) {
+    providers = model::ProviderChoice::uniform(
+        o.provider == "cublaslt" ? model::LinearProvider::cublaslt : model::LinearProvider::ours);
+  } else if (!providers.all_ours()) {
+    std::printf("the plan runs these linear ops of conv regions on cuBLASLt: %s\n",
+                providers.describe().c_str());
+  }
   if (!o.save_weights_dir.empty()) {
     executor::save_checkpoint(o.save_weights_dir, spec, checkpoint.weights);
     std::printf("weights saved to %s\n", o.save_weights_dir.c_str());
@@ -141,7 +148,7 @@ void run(const RunCommandOptions& o) {
   executor::RunOptions options;
   options.runs = o.runs;
   options.warmup = o.warmup;
-  options.provider = provider;
+  options.providers = providers;
   options.pdl = o.pdl || planned.pdl;
   options.composition = planned.composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
@@ -213,8 +220,9 @@ void add_run_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--runs", o->runs, "Timed runs")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Warm-up runs")->capture_default_str();
-  cmd->add_option("--provider", o->provider, "Linear provider: ours or cublaslt")
-      ->capture_default_str();
+  cmd->add_option("--provider", o->provider,
+                  "Linear ops of conv regions run on: ours or cublaslt (default: a plan.json's "
+                  "choice for the batch, else ours)");
   cmd->add_flag("--pdl", o->pdl,
                 "Launch our kernels with Programmatic Dependent Launch (cuBLASLt's stay plain)");
   cmd->add_option("--json", o->json_path, "Write measurement.json here");

@@ -64,16 +64,16 @@ void write_outputs(const validation::Validation& v, const fs::path& dir) {
   model::write_text_file(dir / "validation.md", validation::validation_markdown(v));
 }
 
-// The linear provider the profile measured: cuBLASLt if any of its kernels came from it.
-executor::LinearProvider profile_provider(const model::Profile& profile) {
+// Whether the profile measured cuBLASLt's kernels beside ours.
+bool has_cublaslt_kernels(const model::Profile& profile) {
   for (const model::BatchProfile& b : profile.batches) {
     for (const model::StageProfile& s : b.stages) {
       for (const model::OpProfile& op : s.ops) {
-        if (op.conv && op.conv->provider == "cublas") return executor::LinearProvider::cublaslt;
+        if (op.conv_cublaslt) return true;
       }
     }
   }
-  return executor::LinearProvider::ours;
+  return false;
 }
 
 bool has_task_benchmarks(const model::Profile& profile) {
@@ -237,6 +237,7 @@ void measure_batch(const model::ModelSpec& spec, const model::Scenario& scenario
       if (n == 0) precompile(*runner, candidates, device.arch, t);
     }
     try {
+      runner->set_providers(c.candidate.providers);
       runner->set_composition(c.candidate.composition);
       const executor::Measurement m = runner->measure();
       c.measured = validation::Measured{m.ttfo, m.decode_step};
@@ -308,8 +309,8 @@ void run(const ValidateCommandOptions& o) {
   v.profile = o.profile.empty() ? (out / "profile.json").string() : o.profile;
   v.profile_device = profile.device.name;
   v.prompt_len = profile.prompt_len;
-  const executor::LinearProvider provider = profile_provider(profile);
-  v.provider = std::string(executor::provider_name(provider));
+  v.provider = std::string(model::policy_name(model::ProviderPolicy::fastest));
+  const bool cublaslt = has_cublaslt_kernels(profile);
   v.runs = o.runs;
   v.warmup = o.warmup;
   v.seed = o.seed;
@@ -320,15 +321,18 @@ void run(const ValidateCommandOptions& o) {
   t.line(printf_string(
       "megacut validate: %s on %s · batches %s · profile %s (%s) · planner's top %d, one mk per "
       "stage, conv with and without PDL, %d random (seed %llu) · %d warm-up and %d timed runs "
-      "each · provider %s",
+      "each · linear providers: %s",
       spec.name.c_str(), device.name.c_str(), batch_text.c_str(), v.profile.c_str(),
       v.profile_device.c_str(), o.top_k, o.random, static_cast<unsigned long long>(o.seed),
-      o.warmup, o.runs, v.provider.c_str()));
+      o.warmup, o.runs,
+      cublaslt ? "the plan's, per op the faster; conv with cuBLASLt's too"
+               : "ours (the profile has no cuBLASLt kernels)"));
 
   planner::PlanOptions plan_options;
   plan_options.batches = batches;
   plan_options.top_k = o.top_k;
   plan_options.objective = planner::Objective::ttfo;
+  plan_options.sim.linear_provider = model::ProviderPolicy::fastest;
   plan_options.progress = [&](double fraction, const std::string& doing) {
     t.progress("planning " + progress_bar(fraction) + "  " + doing);
   };
@@ -350,7 +354,6 @@ void run(const ValidateCommandOptions& o) {
   executor::RunOptions run_options;
   run_options.runs = o.runs;
   run_options.warmup = o.warmup;
-  run_options.provider = provider;
 
   int unmeasured = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -371,7 +374,9 @@ void run(const ValidateCommandOptions& o) {
     b.notes = plan.batch(batch).notes;
     b.candidates = validation::predict_candidates(
         profile, {}, batch,
-        validation::validation_candidates(plan.batch(batch), shapes, random, /*with_pdl=*/true));
+        validation::validation_candidates(
+            plan.batch(batch), shapes, random, /*with_pdl=*/true,
+            cublaslt ? std::optional(model::ProviderChoice::every(graphs)) : std::nullopt));
     t.line(printf_string("batch %lld: %zu candidates", static_cast<long long>(batch),
                          b.candidates.size()));
     measure_batch(spec, model::make_scenario(spec, batch, profile.prompt_len, profile.frames),

@@ -271,10 +271,6 @@ void raise_conv() {
 
 }  // namespace
 
-std::string_view provider_name(LinearProvider provider) {
-  return provider == LinearProvider::ours ? "ours" : "cublaslt";
-}
-
 void prepare_kernels() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -292,7 +288,7 @@ void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStre
   const bool lm_head = o.kind->name() == "lm-head";
   // cuBLASLt takes any tiling; our bodies need theirs. step-head always runs our body: its head
   // is chosen by a step that only the device holds.
-  if (provider == LinearProvider::cublaslt && (lm_head || o.kind->name() == "linear")) {
+  if (provider == LinearProvider::cublaslt && model::cublaslt_can_run(o.kind->name())) {
     if (context == nullptr) {
       throw Error("op " + o.name + ": the cuBLASLt provider needs a KernelContext");
     }

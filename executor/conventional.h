@@ -16,15 +16,14 @@
 
 #include "executor/stage_buffers.h"
 #include "model/graph.h"
+#include "model/linear_provider.h"
 
 namespace megacut::executor {
 
-enum class LinearProvider {
-  ours,      // the tile bodies (executor/tiles/linear*.cuh)
-  cublaslt,  // cuBLASLt: bf16 in, f32 accumulate, bf16 (linear) or f32 (lm-head) out
-};
-
-std::string_view provider_name(LinearProvider provider);
+// ours: the tile bodies (executor/tiles/linear*.cuh); cublaslt: bf16 in, f32 accumulate, bf16
+// (linear) or f32 (lm-head) out, for the kinds model::cublaslt_can_run names.
+using model::LinearProvider;
+using model::provider_name;
 
 // Per-device state of the conventional kernels: the cuBLASLt handle, a preallocated workspace
 // and the matmul plans chosen so far (one heuristic query per shape, made on first use; run a

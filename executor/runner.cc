@@ -144,6 +144,7 @@ nlohmann::json Measurement::to_json() const {
                         {"prompt_len", prompt_len},
                         {"composition", composition},
                         {"provider", provider},
+                        {"linear_providers", model::provider_choice_to_json(providers)},
                         {"pdl", pdl},
                         {"task_timing", task_timing},
                         {"device", device},
@@ -280,7 +281,7 @@ struct ScenarioRunner::Impl {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    if (options.provider == LinearProvider::cublaslt) context = std::make_unique<KernelContext>();
+    if (!options.providers.all_ours()) context = std::make_unique<KernelContext>();
     prepare_kernels();
 
     fill_inputs();
@@ -384,6 +385,18 @@ struct ScenarioRunner::Impl {
     return b;
   }
 
+  // Every stage's launcher and captured graph, made again on next use (the composition or the
+  // providers changed).
+  void forget_launchers() {
+    auto reset = [](Stage& s) {
+      std::destroy_at(&s.cuda_graph);  // captured with the old launcher
+      std::construct_at(&s.cuda_graph);
+      s.launcher.reset();
+    };
+    for (auto& s : stages) reset(*s);
+    for (auto& [past, s] : decode_at) reset(*s);
+  }
+
   // The stage's regions as options.composition cuts it (all conv when it names no stages).
   void launch(Stage& stage) {
     if (!stage.launcher) {
@@ -394,7 +407,7 @@ struct ScenarioRunner::Impl {
       RegionOptions mk;
       mk.timing = options.task_timing;
       stage.launcher = std::make_unique<StageLauncher>(
-          stage.graph, stage.buffers, regions, options.provider, context.get(), options.pdl, mk);
+          stage.graph, stage.buffers, regions, options.providers, context.get(), options.pdl, mk);
     }
     stage.launcher->launch(stream);
   }
@@ -493,7 +506,8 @@ Measurement ScenarioRunner::measure() {
   r.batch = m.scenario.batch;
   r.prompt_len = m.scenario.prompt_len;
   r.frames = m.scenario.frames;
-  r.provider = std::string(provider_name(m.options.provider));
+  r.provider = m.options.providers.describe();
+  r.providers = m.options.providers;
   r.pdl = m.options.pdl;
   r.task_timing = m.options.task_timing;
   r.device = m.device_name;
@@ -518,13 +532,13 @@ const model::Graph& ScenarioRunner::stage_graph(int stage) const {
   return impl_->stage(stage).graph;
 }
 
-LinearProvider ScenarioRunner::provider() const { return impl_->options.provider; }
+const model::ProviderChoice& ScenarioRunner::providers() const { return impl_->options.providers; }
 
 void ScenarioRunner::launch_op(int stage, int op) {
   Impl& m = *impl_;
   const Stage& s = m.stage(stage);
-  executor::launch_op(s.graph, op, s.buffers, m.stream, m.options.provider, m.context.get(),
-                      m.options.pdl);
+  executor::launch_op(s.graph, op, s.buffers, m.stream, m.options.providers.of(s.graph.stage(), op),
+                      m.context.get(), m.options.pdl);
 }
 
 std::unique_ptr<MegakernelRegion> ScenarioRunner::make_region(int stage, int op_begin, int op_end,
@@ -547,17 +561,19 @@ void ScenarioRunner::set_composition(model::Composition composition) {
   Impl& m = *impl_;
   CUDA_CHECK(cudaStreamSynchronize(m.stream));
   m.options.composition = std::move(composition);
-  auto reset = [](Stage& s) {
-    std::destroy_at(&s.cuda_graph);  // captured with the old regions
-    std::construct_at(&s.cuda_graph);
-    s.launcher.reset();
-  };
-  for (auto& s : m.stages) reset(*s);
-  for (auto& [past, s] : m.decode_at) reset(*s);
+  m.forget_launchers();
   // Poisoned again, as when made: a region that fails to write a tensor shows up as NaN instead
   // of passing on what the previous composition left there.
   CUDA_CHECK(cudaMemset(m.activations.data(), 0xff, static_cast<size_t>(m.activations.bytes())));
   m.fill_inputs();
+}
+
+void ScenarioRunner::set_providers(model::ProviderChoice providers) {
+  Impl& m = *impl_;
+  CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.options.providers = std::move(providers);
+  if (!m.options.providers.all_ours() && !m.context) m.context = std::make_unique<KernelContext>();
+  m.forget_launchers();
 }
 
 std::vector<float> ScenarioRunner::stage_logits(int stage) {

@@ -20,6 +20,7 @@
 #include "executor/megakernel.h"
 #include "executor/weights.h"
 #include "model/composition.h"
+#include "model/linear_provider.h"
 #include "model/scenario.h"
 #include "model/stats.h"
 
@@ -28,7 +29,8 @@ namespace megacut::executor {
 struct RunOptions {
   int warmup = 5;
   int runs = 50;
-  LinearProvider provider = LinearProvider::ours;
+  // Which linear ops of conv regions run on cuBLASLt (model/linear_provider.h); default: none.
+  model::ProviderChoice providers;
   uint64_t token_seed = 1;         // the prompt's random token ids
   int decode_steps = 1;            // KV-cache room for this many generated tokens beyond the prompt
   model::Composition composition;  // how each stage is cut into regions; no stages: all conv
@@ -47,7 +49,8 @@ struct Measurement {
   int64_t prompt_len = 0;
   int64_t frames = 0;  // TTS: frames of the first audio chunk
   std::string composition;
-  std::string provider;
+  std::string provider;  // RunOptions::providers, described
+  model::ProviderChoice providers;
   bool pdl = false;          // RunOptions::pdl
   bool task_timing = false;  // RunOptions::task_timing
   std::string device;
@@ -92,7 +95,7 @@ class ScenarioRunner {
   // Stage by stage, for the profiler. Stages are numbered in scenario order.
   int stage_count() const;
   const model::Graph& stage_graph(int stage) const;
-  LinearProvider provider() const;
+  const model::ProviderChoice& providers() const;
   // Launches one op of a stage on the runner's stream, outside any graph (with PDL where
   // RunOptions::pdl); does not wait.
   void launch_op(int stage, int op);
@@ -112,6 +115,8 @@ class ScenarioRunner {
   // Runs every stage as `composition` cuts it from now on (graphs are captured anew). Weights
   // stay; activations and KV caches are poisoned again and the prompt rewritten, as when made.
   void set_composition(model::Composition composition);
+  // Runs conv regions' linear ops on these providers from now on (graphs are captured anew).
+  void set_providers(model::ProviderChoice providers);
   // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
   std::vector<float> stage_logits(int stage);
   // The bytes of a stage tensor's buffer (an input, activation or state, not a weight) as the

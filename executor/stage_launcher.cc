@@ -5,12 +5,12 @@
 namespace megacut::executor {
 
 StageLauncher::StageLauncher(const model::Graph& graph, const StageBuffers& buffers,
-                             std::vector<model::Region> regions, LinearProvider provider,
+                             std::vector<model::Region> regions, model::ProviderChoice providers,
                              KernelContext* context, bool pdl, RegionOptions mk_options)
     : graph_(graph),
       buffers_(buffers),
       regions_(std::move(regions)),
-      provider_(provider),
+      providers_(std::move(providers)),
       context_(context),
       pdl_(pdl) {
   if (regions_.empty()) regions_.push_back({model::RegionKind::conv, 0, graph.op_count()});
@@ -48,7 +48,7 @@ void StageLauncher::launch(cudaStream_t stream) {
       continue;
     }
     for (int op = regions_[i].begin; op < regions_[i].end; ++op) {
-      launch_op(graph_, op, buffers_, stream, provider_, context_, pdl_);
+      launch_op(graph_, op, buffers_, stream, providers_.of(graph_.stage(), op), context_, pdl_);
     }
   }
 }

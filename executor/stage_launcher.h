@@ -1,5 +1,6 @@
 // One stage of a composition: its regions in order, conv regions as one launch_op per op and
-// mk regions as one MegakernelRegion launch each. launch() allocates nothing and never waits,
+// mk regions as one MegakernelRegion launch each, conv regions' linear ops on the provider
+// `providers` chooses (cuBLASLt's need `context`). launch() allocates nothing and never waits,
 // so the runner captures a whole stage into one CUDA graph; check() reports a region whose
 // watchdog fired. With `pdl` every kernel of ours (tile kernels, regions) is
 // launched with Programmatic Dependent Launch; cuBLASLt's are not.
@@ -20,8 +21,8 @@ class StageLauncher {
  public:
   // `graph`, `buffers` and `context` must outlive the launcher. Compiles every mk region now.
   StageLauncher(const model::Graph& graph, const StageBuffers& buffers,
-                std::vector<model::Region> regions, LinearProvider provider, KernelContext* context,
-                bool pdl = false, RegionOptions mk_options = {});
+                std::vector<model::Region> regions, model::ProviderChoice providers,
+                KernelContext* context, bool pdl = false, RegionOptions mk_options = {});
   ~StageLauncher();
 
   void launch(cudaStream_t stream);
@@ -34,7 +35,7 @@ class StageLauncher {
   const model::Graph& graph_;
   const StageBuffers& buffers_;
   std::vector<model::Region> regions_;
-  LinearProvider provider_;
+  model::ProviderChoice providers_;
   KernelContext* context_;
   bool pdl_;
   std::vector<std::unique_ptr<MegakernelRegion>> mk_;  // by region; null for conv regions

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "executor/cuda_check.h"
 #include "executor/weights.h"
@@ -18,10 +19,55 @@
 namespace megacut::profiler {
 namespace {
 
-// As launch_op decides: with the cuBLASLt provider, linear and lm-head ops go to cuBLASLt.
-std::string op_provider(executor::LinearProvider provider, std::string_view kind) {
-  const bool gemm = kind == "linear" || kind == "lm-head";
-  return provider == executor::LinearProvider::cublaslt && gemm ? "cublas" : "ours";
+// Each stage's ops with the provider each runs on, as launch_op decides it.
+std::vector<StageOps> stage_ops(const executor::ScenarioRunner& runner,
+                                const model::Scenario& scenario) {
+  std::vector<StageOps> stages;
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    const model::Graph& graph = runner.stage_graph(s);
+    if (graph.stage() != scenario.stages[s].name) {
+      throw Error("profile: runner stage " + std::to_string(s) + " is " + graph.stage() +
+                  ", the scenario's " + scenario.stages[s].name);
+    }
+    StageOps ops;
+    ops.stage = graph.stage();
+    for (const model::Op& op : graph.ops()) {
+      const std::string kind(op.kind->name());
+      const bool cublas =
+          model::cublaslt_can_run(kind) &&
+          runner.providers().of(graph.stage(), op.index) == model::LinearProvider::cublaslt;
+      ops.ops.push_back({op.name, kind, cublas ? "cublas" : "ours"});
+    }
+    stages.push_back(std::move(ops));
+  }
+  return stages;
+}
+
+// Runs `launches` in a trace window and returns its kernels by tag: every one of them from a
+// tagged call, no record dropped.
+TaggedKernels trace_tagged(CuptiTracer& tracer, const std::string& where,
+                           const std::function<void()>& launches,
+                           TraceWindow* window_out = nullptr) {
+  tracer.start();
+  try {
+    launches();
+  } catch (...) {
+    tracer.stop();
+    throw;
+  }
+  const TraceWindow window = tracer.stop();
+  if (window.dropped_records > 0) {
+    throw Error("CUPTI dropped " + std::to_string(window.dropped_records) +
+                " activity records at " + where + "; the trace is incomplete");
+  }
+  TaggedKernels tagged = group_by_tag(window);
+  if (!tagged.untagged.empty()) {
+    throw Error(std::to_string(tagged.untagged.size()) + " kernels at " + where +
+                " came from CUDA calls the profiler did not make (first: " +
+                tagged.untagged.front().name + ")");
+  }
+  if (window_out != nullptr) *window_out = window;
+  return tagged;
 }
 
 // The duration of each of `runs` launches of one op (each `per_launch` kernels, in start order):
@@ -59,20 +105,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   BatchResult result;
   result.profile.batch = scenario.batch;
   result.summary.batch = scenario.batch;
-  for (int s = 0; s < stage_count; ++s) {
-    const model::Graph& graph = runner.stage_graph(s);
-    if (graph.stage() != scenario.stages[s].name) {
-      throw Error("profile: runner stage " + std::to_string(s) + " is " + graph.stage() +
-                  ", the scenario's " + scenario.stages[s].name);
-    }
-    StageOps ops;
-    ops.stage = graph.stage();
-    for (const model::Op& op : graph.ops()) {
-      const std::string kind(op.kind->name());
-      ops.ops.push_back({op.name, kind, op_provider(runner.provider(), kind)});
-    }
-    result.ops.push_back(std::move(ops));
-  }
+  result.ops = stage_ops(runner, scenario);
   const std::string batch_text = "batch " + std::to_string(scenario.batch);
   auto progress = [&](const std::string& phase, int done, int total) {
     if (listener.progress) listener.progress(phase, done, total);
@@ -116,55 +149,44 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   replay_all(false, ttfo_untraced);
   L2Flush flush;
 
-  tracer.start();
-  try {
-    for (int s = 0; s < stage_count; ++s) {
-      NvtxRange stage_range(scenario.stages[s].name + " (" + batch_text + ", eager)");
-      const StageOps& ops = result.ops[s];
-      for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
-        NvtxRange op_range(ops.ops[op].name);
-        CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
-        runner.launch_op(s, op);
-      }
-    }
-    runner.synchronize();
-    replay_all(true, ttfo_traced);
-    for (int s = 0; s < stage_count; ++s) {
-      const int ops = static_cast<int>(result.ops[s].ops.size());
-      for (int op = 0; op < ops; ++op) {
-        for (int r = 0; r < options.standalone_runs; ++r) {
-          {
-            CuptiTracer::Scope tag(Tag{TagKind::flush, s, op});
-            flush.run(runner.stream());
-          }
-          {
-            CuptiTracer::Scope tag(Tag{TagKind::standalone_cold, s, op});
+  TraceWindow window;
+  const TaggedKernels tagged = trace_tagged(
+      tracer, batch_text,
+      [&] {
+        for (int s = 0; s < stage_count; ++s) {
+          NvtxRange stage_range(scenario.stages[s].name + " (" + batch_text + ", eager)");
+          const StageOps& ops = result.ops[s];
+          for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
+            NvtxRange op_range(ops.ops[op].name);
+            CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
             runner.launch_op(s, op);
           }
-          CuptiTracer::Scope tag(Tag{TagKind::standalone_warm, s, op});
-          runner.launch_op(s, op);
         }
-        progress("kernels alone (" + scenario.stages[s].name + ")", op + 1, ops);
-      }
-    }
-    runner.synchronize();
-  } catch (...) {
-    tracer.stop();
-    throw;
-  }
-  const TraceWindow window = tracer.stop();
+        runner.synchronize();
+        replay_all(true, ttfo_traced);
+        for (int s = 0; s < stage_count; ++s) {
+          const int ops = static_cast<int>(result.ops[s].ops.size());
+          for (int op = 0; op < ops; ++op) {
+            for (int r = 0; r < options.standalone_runs; ++r) {
+              {
+                CuptiTracer::Scope tag(Tag{TagKind::flush, s, op});
+                flush.run(runner.stream());
+              }
+              {
+                CuptiTracer::Scope tag(Tag{TagKind::standalone_cold, s, op});
+                runner.launch_op(s, op);
+              }
+              CuptiTracer::Scope tag(Tag{TagKind::standalone_warm, s, op});
+              runner.launch_op(s, op);
+            }
+            progress("kernels alone (" + scenario.stages[s].name + ")", op + 1, ops);
+          }
+        }
+        runner.synchronize();
+      },
+      &window);
   result.summary.kernel_records = static_cast<int64_t>(window.kernels.size());
   result.summary.dropped_records = window.dropped_records;
-  if (window.dropped_records > 0) {
-    throw Error("CUPTI dropped " + std::to_string(window.dropped_records) +
-                " activity records at " + batch_text + "; the trace is incomplete");
-  }
-  const TaggedKernels tagged = group_by_tag(window);
-  if (!tagged.untagged.empty()) {
-    throw Error(std::to_string(tagged.untagged.size()) + " kernels at " + batch_text +
-                " came from CUDA calls the profiler did not make (first: " +
-                tagged.untagged.front().name + ")");
-  }
 
   int64_t mapped = 0;
   for (int s = 0; s < stage_count; ++s) {
@@ -260,6 +282,69 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   return result;
 }
 
+int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                   CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
+                   const ProfileListener& listener) {
+  std::vector<const model::Graph*> graphs;
+  for (int s = 0; s < runner.stage_count(); ++s) graphs.push_back(&runner.stage_graph(s));
+  const model::ProviderChoice cublaslt = model::ProviderChoice::every(graphs);
+  if (cublaslt.listed() == 0) return 0;
+  if (profile.stages.size() != graphs.size()) {
+    throw Error("profile: " + std::to_string(profile.stages.size()) +
+                " stages profiled, the runner has " + std::to_string(graphs.size()));
+  }
+  const model::ProviderChoice before = runner.providers();
+  runner.set_providers(cublaslt);
+  const std::vector<StageOps> ops = stage_ops(runner, scenario);
+  const std::string where = "batch " + std::to_string(scenario.batch) + ", cuBLASLt linears";
+  const int iterations = options.warmup + options.runs;
+  for (int s = 0; s < runner.stage_count(); ++s) runner.capture(s);
+  const TaggedKernels tagged = trace_tagged(tracer, where, [&] {
+    for (int s = 0; s < runner.stage_count(); ++s) {
+      NvtxRange stage_range(scenario.stages[s].name + " (" + where + ", eager)");
+      for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
+        NvtxRange op_range(ops[s].ops[op].name);
+        CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
+        runner.launch_op(s, op);
+      }
+    }
+    runner.synchronize();
+    for (int it = 0; it < iterations; ++it) {
+      for (int s = 0; s < runner.stage_count(); ++s) {
+        NvtxRange range(scenario.stages[s].name + " replay (cuBLASLt linears)");
+        CuptiTracer::Scope tag(Tag{TagKind::replay, s, it});
+        runner.time_replay_ms(s);
+      }
+      if (listener.progress)
+        listener.progress("traced replays, cuBLASLt linears", it + 1, iterations);
+    }
+    runner.synchronize();
+  });
+  int measured = 0;
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    std::vector<std::vector<KernelRecord>> eager, warmup, timed;
+    for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
+      eager.push_back(tagged.of(Tag{TagKind::op, s, op}));
+    }
+    for (int it = 0; it < iterations; ++it) {
+      (it < options.warmup ? warmup : timed).push_back(tagged.of(Tag{TagKind::replay, s, it}));
+    }
+    if (!warmup.empty()) map_stage(ops[s], eager, std::move(warmup));
+    const StageTrace trace = map_stage(ops[s], eager, std::move(timed));
+    for (const model::OpProfile& op : trace.profile.ops) {
+      if (!op.conv || op.conv->provider != "cublas") continue;
+      for (model::OpProfile& target : profile.stages[s].ops) {
+        if (target.index == op.index) {
+          target.conv_cublaslt = op.conv;
+          ++measured;
+        }
+      }
+    }
+  }
+  runner.set_providers(before);
+  return measured;
+}
+
 model::Profile run_profile(const ProfileOptions& options, const ProfileListener& listener) {
   auto note = [&](const std::string& text) {
     if (listener.note) listener.note(text);
@@ -301,11 +386,15 @@ model::Profile run_profile(const ProfileOptions& options, const ProfileListener&
           model::make_scenario(spec, batch, options.prompt_len, options.frames);
       profile.frames = scenario.frames;
       executor::RunOptions run;
-      run.provider = options.provider;
       run.warmup = options.batch.warmup;
       run.runs = options.batch.runs;
       executor::ScenarioRunner runner(spec, scenario, weights, run);
       BatchResult result = profile_batch(runner, scenario, tracer, options.batch, listener);
+      const int cublaslt =
+          trace_cublaslt(runner, scenario, tracer, options.batch, result.profile, listener);
+      note("batch " + std::to_string(batch) + ": " + std::to_string(cublaslt) +
+           " linear ops traced again on cuBLASLt (the all-conventional graph with cuBLASLt "
+           "linears)");
       profile.batches.push_back(result.profile);
       model::write_profile(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {
@@ -322,7 +411,7 @@ model::Profile run_profile(const ProfileOptions& options, const ProfileListener&
             {"batch", batch},
             {"prompt_len", options.prompt_len},
             {"device", profile.device.name},
-            {"provider", std::string(executor::provider_name(options.provider))},
+            {"provider", "ours"},
             {"replay", iteration},
             {"what",
              "one measured iteration (the median of the timed ones): each stage's CUDA graph "

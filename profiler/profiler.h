@@ -6,7 +6,8 @@
 // mapped to its op (stage_trace.h). The micro-benchmarks come first (micro.h).
 // Still in the trace window, each op's kernel is launched alone, cold and warm (task_bench.h);
 // then, untraced, each op runs alone as a persistent region at several CTA counts (the task
-// benchmarks, task_bench.h).
+// benchmarks, task_bench.h). Last, the replays again with the linear ops on cuBLASLt, traced
+// (trace_cublaslt), so that the planner can choose either provider per op.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,6 @@ struct ProfileOptions {
   std::vector<int64_t> batches;  // increasing
   int64_t prompt_len = model::kDefaultPromptLen;
   int64_t frames = 0;  // TTS: frames of the first audio chunk (0: the default)
-  executor::LinearProvider provider = executor::LinearProvider::ours;
   BatchOptions batch;
   uint64_t seed = 0;  // of the random weights
   std::filesystem::path out;
@@ -96,6 +96,15 @@ struct BatchResult {
 BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenario& scenario,
                           CuptiTracer& tracer, const BatchOptions& options,
                           const ProfileListener& listener = {});
+
+// The all-conventional graph of every stage again, with every linear and lm-head op on cuBLASLt
+// (the runner's providers set for it, then restored), traced as profile_batch traces its
+// replays: one eager launch of each op, options.warmup replays checked and dropped, options.runs
+// mapped. Each of those ops' kernels goes to OpProfile::conv_cublaslt of `profile` (one of
+// profile_batch's); returns how many ops got one.
+int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                   CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
+                   const ProfileListener& listener = {});
 
 // The whole sweep. Writes options.out after the micro-benchmarks and again after each batch, so
 // that a failure (no room for a batch, dropped records) keeps what was measured; at the end reads

@@ -71,6 +71,9 @@ struct Case {
   int64_t batch;
   int64_t prompt_len;
   LinearProvider provider;
+  // Every other linear and lm-head op of each stage on cuBLASLt, the rest on ours (`provider`
+  // ignored): a plan's per-op choice.
+  bool alternate = false;
 };
 
 class ModelGpuTest : public ::testing::TestWithParam<Case> {};
@@ -82,9 +85,23 @@ TEST_P(ModelGpuTest, GreedyGenerationMatchesFloat64Reference) {
   const model::ModelSpec spec = model::load_model(c.model);
   const HostWeights weights = HostWeights::random(spec, 42);
   RunOptions options;
-  options.provider = c.provider;
+  options.providers = model::ProviderChoice::uniform(c.provider);
   options.decode_steps = kSteps;
   ScenarioRunner runner(spec, model::make_scenario(spec, c.batch, c.prompt_len), weights, options);
+  if (c.alternate) {
+    model::ProviderChoice every_other;
+    for (int s = 0; s < runner.stage_count(); ++s) {
+      const model::Graph& g = runner.stage_graph(s);
+      int seen = 0;
+      for (const model::Op& op : g.ops()) {
+        if (model::cublaslt_can_run(op.kind->name()) && seen++ % 2 == 0) {
+          every_other.cublaslt_ops[g.stage()].push_back(op.index);
+        }
+      }
+    }
+    ASSERT_GT(every_other.listed(), 1);
+    runner.set_providers(every_other);
+  }
   runner.generate(kSteps);
 
   const reference::GenerationLogits ref = reference::decoder_logits(
@@ -118,12 +135,16 @@ INSTANTIATE_TEST_SUITE_P(Tiny, ModelGpuTest,
                                            Case{"tiny-qwen3", 8, 29, LinearProvider::ours},
                                            Case{"tiny-qwen3", 32, 5, LinearProvider::ours},
                                            Case{"tiny-llama", 3, 70, LinearProvider::cublaslt},
-                                           Case{"tiny-qwen3", 8, 29, LinearProvider::cublaslt}),
+                                           Case{"tiny-qwen3", 8, 29, LinearProvider::cublaslt},
+                                           Case{"tiny-llama", 3, 70, LinearProvider::ours, true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string name = std::string(info.param.model) + "_b" +
-                                              std::to_string(info.param.batch) + "_p" +
-                                              std::to_string(info.param.prompt_len) + "_" +
-                                              std::string(provider_name(info.param.provider));
+                           std::string name =
+                               std::string(info.param.model) + "_b" +
+                               std::to_string(info.param.batch) + "_p" +
+                               std::to_string(info.param.prompt_len) + "_" +
+                               (info.param.alternate
+                                    ? std::string("alternate")
+                                    : std::string(provider_name(info.param.provider)));
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

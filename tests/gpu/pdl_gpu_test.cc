@@ -88,7 +88,7 @@ void check_pdl(const Case& c, const std::vector<model::RegionKind>& whole,
                                name + ", " + std::string(provider_name(provider));
       SCOPED_TRACE(what);
       RunOptions options;
-      options.provider = provider;
+      options.providers = model::ProviderChoice::uniform(provider);
       options.composition = comp;
       options.decode_steps = kSteps;
       ScenarioRunner off(spec, scenario, weights, options);

@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/error.h"
+#include "model/linear_provider.h"
 #include "model/profile.h"
 #include "profiler/stage_trace.h"
 #include "simulator/cost.h"
@@ -390,6 +391,28 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   const model::Profile p = model::read_profile(options.out);
   EXPECT_TRUE(p.same_content(measured));
   EXPECT_EQ(p.batch_sizes(), (std::vector<int64_t>{1, 2}));
+  // Every linear and lm-head op has its cuBLASLt kernel beside ours, traced as often; no other.
+  for (const model::BatchProfile& b : p.batches) {
+    int gemms = 0;
+    for (const model::StageProfile& s : b.stages) {
+      for (const model::OpProfile& op : s.ops) {
+        const std::string where =
+            "batch " + std::to_string(b.batch) + " " + s.stage + " " + op.name;
+        ASSERT_TRUE(op.conv.has_value()) << where;
+        EXPECT_EQ(op.conv->provider, "ours") << where;
+        if (!model::cublaslt_can_run(op.kind)) {
+          EXPECT_FALSE(op.conv_cublaslt.has_value()) << where;
+          continue;
+        }
+        ++gemms;
+        ASSERT_TRUE(op.conv_cublaslt.has_value()) << where;
+        EXPECT_EQ(op.conv_cublaslt->provider, "cublas") << where;
+        EXPECT_EQ(op.conv_cublaslt->duration_ns.count, options.batch.runs) << where;
+        EXPECT_GT(op.conv_cublaslt->duration_ns.min, 0) << where;
+      }
+    }
+    EXPECT_GT(gemms, 0) << "batch " << b.batch;
+  }
   int device = 0;
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDevice(&device));

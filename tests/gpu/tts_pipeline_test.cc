@@ -443,8 +443,7 @@ TEST_P(TtsPipelineTest, MegakernelRegionsMatchConventionalRun) {
   for (int i = 0; i < 4; ++i) compositions.push_back(model::random_regions(g, rng));
   for (const std::vector<model::Region>& regions : compositions) {
     const std::string what = composition_text(regions);
-    executor::StageLauncher launcher(g, run.buffers(), regions, executor::LinearProvider::ours,
-                                     nullptr);
+    executor::StageLauncher launcher(g, run.buffers(), regions, model::ProviderChoice{}, nullptr);
     run.reset();
     launcher.launch(stream_);
     launcher.check(stream_);
