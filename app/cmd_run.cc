@@ -13,6 +13,7 @@
 #include "model/error.h"
 #include "model/output_file.h"
 #include "planner/plan.h"
+#include "profiler/micro.h"
 #include "profiler/task_bench.h"
 
 namespace megacut::app {
@@ -164,6 +165,7 @@ void run(const RunCommandOptions& o) {
 
   executor::Measurement m = runner.measure();
   m.composition = planned.composition.to_string();
+  m.copy_bytes_per_s = profiler::measure_copy_bandwidth();
   std::printf("megacut run: %s, batch %lld, prompt %lld tokens, composition %s\n",
               spec.name.c_str(), static_cast<long long>(batch),
               static_cast<long long>(o.prompt_len), o.composition.c_str());

@@ -167,29 +167,6 @@ nlohmann::json Measurement::to_json() const {
   return doc;
 }
 
-double measure_copy_bandwidth(int64_t bytes) {
-  DeviceArena from(bytes), to(bytes);
-  CUDA_CHECK(cudaMemset(from.data(), 0x3c, static_cast<size_t>(bytes)));
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> seconds;
-  for (int i = 0; i < 13; ++i) {
-    CUDA_CHECK(cudaEventRecord(start));
-    CUDA_CHECK(cudaMemcpyAsync(to.data(), from.data(), static_cast<size_t>(bytes),
-                               cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(stop));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (i >= 3) seconds.push_back(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(seconds.begin(), seconds.end());
-  return 2.0 * static_cast<double>(bytes) / seconds[seconds.size() / 2];
-}
-
 struct ScenarioRunner::Impl {
   model::ModelSpec model;
   model::Scenario scenario;
@@ -522,7 +499,6 @@ Measurement ScenarioRunner::measure() {
   r.decode_cost = m.stage("decode").graph.total_cost();
   for (const auto& s : m.stages)
     r.stage_costs.emplace_back(s->graph.stage(), s->graph.total_cost());
-  r.copy_bytes_per_s = measure_copy_bandwidth();
   return r;
 }
 

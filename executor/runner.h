@@ -64,7 +64,8 @@ struct Measurement {
   double outputs_per_s = 0;
   std::string output_unit = "tokens";
   // What the stages must move and compute (model::TileCost totals), and the device's measured
-  // copy bandwidth (bytes read + written per second), for achieved rates and floors.
+  // copy bandwidth (bytes read + written per second; the caller measures it, as megacut run
+  // does with profiler::measure_copy_bandwidth), for achieved rates and floors.
   int64_t weight_bytes = 0;
   model::TileCost prefill_cost;
   model::TileCost decode_cost;
@@ -73,10 +74,6 @@ struct Measurement {
 
   nlohmann::json to_json() const;  // "schema": "megacut.measurement/1"
 };
-
-// Device-to-device copy bandwidth, counting bytes read plus bytes written, over `bytes`-sized
-// buffers (median of several copies after warm-up).
-double measure_copy_bandwidth(int64_t bytes = int64_t{1} << 30);
 
 class ScenarioRunner {
  public:

@@ -11,7 +11,6 @@
 #include "executor/counters.cuh"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
-#include "executor/runner.h"
 #include "model/error.h"
 #include "profiler/micro.h"
 
@@ -286,47 +285,35 @@ std::vector<double> clamped(const std::vector<double>& samples, int* negatives) 
   return out;
 }
 
-}  // namespace
+// One launch of a chain: each kernel's %globaltimer once past its dependency and after its last
+// store, and for the plain chain the CUDA events around the graph launch.
+struct ChainRun {
+  std::vector<u64> entry, exit;
+  double event_ms = 0;
+};
 
-MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options) {
-  if (options.launches < 2) throw Error("micro-benchmarks: need at least 2 launches each");
-  MicroResult out;
-  const executor::DeviceInfo device = executor::current_device();
-  out.device.name = device.name;
-  out.device.sm_count = device.sm_count;
-  out.device.l2_bytes = device.l2_bytes;
-  out.device.registers_per_sm = device.registers_per_sm;
-  out.device.copy_bandwidth_gb_per_s = executor::measure_copy_bandwidth() / 1e9;
+struct RegionRun {
+  std::vector<u64> entry, first_task, last_end;
+};
 
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } stream_guard{stream};
+// What the launch benchmarks recorded: the plain chain launched untraced, then the plain chain,
+// the PDL chain and the region traced, each alone on an idle stream with its in-kernel times
+// read back after it, and the launch sweep's rounds beside them.
+struct LaunchRecords {
+  std::vector<double> untraced_launch_ms;
+  std::vector<ChainRun> plain, pdl;
+  std::vector<RegionRun> region;
+  TaggedKernels tagged;
+};
 
-  DeviceArray<u64> tick(1);
-  timer_tick_kernel<<<1, 1, 0, stream>>>(tick.get());
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  const u64 tick_ns = tick.download()[0];
-  out.notes.push_back("%globaltimer ticks every " + ns_text(static_cast<double>(tick_ns)) +
-                      " or less");
-
+LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaStream_t stream,
+                              LaunchSweep& sweep) {
   // The chains, captured once each.
   DeviceArray<u64> value(1), entry_ns(kChainKernels), exit_ns(kChainKernels);
   const ChainLayout chain{value.get(), entry_ns.get(), exit_ns.get()};
   Graph plain, pdl;
   plain.capture(stream, [&] { launch_chain(chain, false, stream); });
   pdl.capture(stream, [&] { launch_chain(chain, true, stream); });
-  LaunchSweep sweep;
-
-  // One CTA per SM, if the occupancy API allows one.
-  int per_sm = 0;
-  CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, region_kernel, kRegionThreads, 0));
-  if (per_sm < 1) throw Error("micro-benchmarks: the region kernel fits no CTA on an SM");
-  const int ctas = device.sm_count;
   DeviceArray<u64> region_entry(ctas), first_task(ctas), last_end(ctas);
   DeviceArray<float> sink(static_cast<size_t>(ctas) * kRegionThreads);
   const RegionLayout region{region_entry.get(), first_task.get(), last_end.get(), sink.get()};
@@ -339,16 +326,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  // Traced: each launch alone on an idle stream, its in-kernel times read back after it.
-  struct ChainRun {
-    std::vector<u64> entry, exit;
-    double event_ms = 0;  // CUDA events around the graph launch
-  };
-  struct RegionRun {
-    std::vector<u64> entry, first_task, last_end;
-  };
-  std::vector<ChainRun> plain_runs, pdl_runs;
-  std::vector<RegionRun> region_runs;
+  LaunchRecords out;
   const Event before, after;
   auto time_launch_ms = [&](const Graph& graph) {
     CUDA_CHECK(cudaEventRecord(before.get(), stream));
@@ -360,37 +338,36 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
     return static_cast<double>(ms);
   };
   // Untraced first: tracing slows the launch itself (it instruments each kernel node).
-  std::vector<double> untraced_launch_ms;
-  for (int i = 0; i < options.launches; ++i) untraced_launch_ms.push_back(time_launch_ms(plain));
-  for (int i = 0; i < options.launches; ++i) sweep.time_round();
+  for (int i = 0; i < launches; ++i) out.untraced_launch_ms.push_back(time_launch_ms(plain));
+  for (int i = 0; i < launches; ++i) sweep.time_round();
   tracer.start();
   try {
-    for (int i = 0; i < options.launches; ++i) {
+    for (int i = 0; i < launches; ++i) {
       double ms;
       {
         CuptiTracer::Scope tag(Tag{TagKind::micro, kPlainChain, i});
         ms = time_launch_ms(plain);
       }
-      plain_runs.push_back({entry_ns.download(), exit_ns.download(), ms});
+      out.plain.push_back({entry_ns.download(), exit_ns.download(), ms});
     }
-    for (int i = 0; i < options.launches; ++i) {
+    for (int i = 0; i < launches; ++i) {
       {
         CuptiTracer::Scope tag(Tag{TagKind::micro, kPdlChain, i});
         pdl.launch(stream);
       }
       CUDA_CHECK(cudaStreamSynchronize(stream));
-      pdl_runs.push_back({entry_ns.download(), exit_ns.download()});
+      out.pdl.push_back({entry_ns.download(), exit_ns.download()});
     }
-    for (int i = 0; i < options.launches; ++i) {
+    for (int i = 0; i < launches; ++i) {
       {
         CuptiTracer::Scope tag(Tag{TagKind::micro, kRegion, i});
         region_kernel<<<ctas, kRegionThreads, 0, stream>>>(region);
       }
       CUDA_CHECK(cudaGetLastError());
       CUDA_CHECK(cudaStreamSynchronize(stream));
-      region_runs.push_back({region_entry.download(), first_task.download(), last_end.download()});
+      out.region.push_back({region_entry.download(), first_task.download(), last_end.download()});
     }
-    for (int i = 0; i < options.launches; ++i) sweep.trace_round(i);
+    for (int i = 0; i < launches; ++i) sweep.trace_round(i);
   } catch (...) {
     tracer.stop();
     throw;
@@ -400,27 +377,38 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
     throw Error("micro-benchmarks: CUPTI dropped " + std::to_string(window.dropped_records) +
                 " activity records");
   }
-  const TaggedKernels tagged = group_by_tag(window);
-  if (!tagged.untagged.empty()) {
-    throw Error("micro-benchmarks: " + std::to_string(tagged.untagged.size()) +
+  out.tagged = group_by_tag(window);
+  if (!out.tagged.untagged.empty()) {
+    throw Error("micro-benchmarks: " + std::to_string(out.tagged.untagged.size()) +
                 " kernels came from calls the benchmarks did not make (first: " +
-                tagged.untagged.front().name + ")");
+                out.tagged.untagged.front().name + ")");
   }
+  return out;
+}
 
-  // Plain chain. Graph launch: untraced events around cudaGraphLaunch less the traced CUPTI span
-  // of its kernels, as a stage's untraced graph_ns is its launch plus its kernels and gaps (only
-  // GPU timestamps: CUPTI's CPU-side clock was seen tens of µs off them). Gaps: CUPTI.
-  // In-kernel reads (entry, exit) against CUPTI's start and end: entry - start + end - exit is a
-  // kernel's time outside its instructions whatever the offset between the two clocks.
+// What the plain chain says about the clocks and a plain kernel, for the benchmarks after it.
+struct PlainChain {
+  bool clocks_agree = false;
+  double duration_ns = 0;   // a chain kernel's, p50
+  double inner_gap_ns = 0;  // last store to the next kernel's first instruction, p50
+  int clamped_gaps = 0;     // CUPTI overlaps within kOverlapToleranceNs, counted as gaps of 0
+};
+
+// Plain chain. Graph launch: untraced events around cudaGraphLaunch less the traced CUPTI span
+// of its kernels, as a stage's untraced graph_ns is its launch plus its kernels and gaps (only
+// GPU timestamps: CUPTI's CPU-side clock was seen tens of µs off them). Gaps: CUPTI.
+// In-kernel reads (entry, exit) against CUPTI's start and end: entry - start + end - exit is a
+// kernel's time outside its instructions whatever the offset between the two clocks.
+PlainChain plain_chain(const LaunchRecords& r, u64 tick_ns, MicroResult& out) {
   std::vector<double> launch_ns, traced_launch_ns, gap_ns, durations_ns, entry_offsets,
-      exit_offsets, outside_ns, plain_inner_gaps;
-  int clamped_gaps = 0;
-  for (int i = 0; i < options.launches; ++i) {
-    const Tag tag{TagKind::micro, kPlainChain, i};
-    const auto& ks = launch_kernels(tagged, tag, kChainKernels, "chain_kernel", "kernel gap");
-    const ChainRun& run = plain_runs[i];
+      exit_offsets, outside_ns, inner_gaps;
+  PlainChain chain;
+  for (size_t i = 0; i < r.plain.size(); ++i) {
+    const Tag tag{TagKind::micro, kPlainChain, static_cast<int>(i)};
+    const auto& ks = launch_kernels(r.tagged, tag, kChainKernels, "chain_kernel", "kernel gap");
+    const ChainRun& run = r.plain[i];
     const double span_ns = signed_ns(ks.front().start_ns, ks.back().end_ns);
-    launch_ns.push_back(untraced_launch_ms[i] * 1e6 - span_ns);
+    launch_ns.push_back(r.untraced_launch_ms[i] * 1e6 - span_ns);
     traced_launch_ns.push_back(run.event_ms * 1e6 - span_ns);
     for (int k = 0; k < kChainKernels; ++k) {
       durations_ns.push_back(signed_ns(ks[k].start_ns, ks[k].end_ns));
@@ -433,9 +421,9 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
         throw Error("micro-benchmark kernel gap: a kernel of a plain graph chain started " +
                     ns_text(-gap) + " before its predecessor ended");
       }
-      clamped_gaps += gap < 0;
+      chain.clamped_gaps += gap < 0;
       gap_ns.push_back(std::max(0.0, gap));
-      plain_inner_gaps.push_back(signed_ns(run.exit[k], run.entry[k + 1]));
+      inner_gaps.push_back(signed_ns(run.exit[k], run.entry[k + 1]));
     }
   }
   int negatives = 0;
@@ -445,84 +433,81 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
       "span of its " +
       std::to_string(kChainKernels) + " chained kernels; " + std::to_string(negatives) +
       " samples below zero counted as 0; traced, " + ns_text(median(traced_launch_ns)) + " (p50)");
-
-  out.micro.graph_launch_by_nodes = sweep.points(tagged);
-  out.notes.push_back("graph launch by nodes (chains of trivial kernels, measured alike), p50: " +
-                      LaunchSweep::describe(out.micro.graph_launch_by_nodes));
   out.micro.kernel_gap_ns = model::compute_stats(gap_ns);
   const double entry_offset = median(entry_offsets), exit_offset = median(exit_offsets);
   const double slack_ns = std::max(1000.0, 2.0 * static_cast<double>(tick_ns));
-  const bool clocks_agree = entry_offset > -slack_ns && entry_offset < 10000 &&
-                            exit_offset > -slack_ns && exit_offset < 10000;
-  out.notes.push_back("clocks: first %globaltimer read " + ns_text(entry_offset) +
-                      " after the CUPTI start, last " + ns_text(exit_offset) +
-                      " before the CUPTI end (p50s): " +
-                      (clocks_agree ? "CUPTI and %globaltimer agree"
-                                    : "the clocks are offset, so they are not compared directly") +
-                      "; a chain kernel spends " + ns_text(median(outside_ns)) +
-                      " outside its instructions (start to first, last to end)");
+  chain.clocks_agree = entry_offset > -slack_ns && entry_offset < 10000 &&
+                       exit_offset > -slack_ns && exit_offset < 10000;
+  out.notes.push_back(
+      "clocks: first %globaltimer read " + ns_text(entry_offset) + " after the CUPTI start, last " +
+      ns_text(exit_offset) + " before the CUPTI end (p50s): " +
+      (chain.clocks_agree ? "CUPTI and %globaltimer agree"
+                          : "the clocks are offset, so they are not compared directly") +
+      "; a chain kernel spends " + ns_text(median(outside_ns)) +
+      " outside its instructions (start to first, last to end)");
+  chain.duration_ns = median(durations_ns);
+  chain.inner_gap_ns = median(inner_gaps);
+  return chain;
+}
 
-  // PDL chain: what each boundary adds to the chain beyond the dependent's own duration (as the
-  // plain chain measured it), so that predecessor end + gap + duration lands where the dependent
-  // ends; with its launch hidden behind the predecessor this can fall below zero, counted as 0.
-  // CUPTI timestamps only.
-  const double plain_duration_ns = median(durations_ns);
-  std::vector<double> pdl_gap_ns, pdl_inner_gaps;
+// PDL chain: what each boundary adds to the chain beyond the dependent's own duration (as the
+// plain chain measured it), so that predecessor end + gap + duration lands where the dependent
+// ends; with its launch hidden behind the predecessor this can fall below zero, counted as 0.
+// CUPTI timestamps only.
+void pdl_chain(const LaunchRecords& r, const PlainChain& plain, MicroResult& out) {
+  std::vector<double> gap_ns, inner_gaps;
   int overlapped = 0;
-  for (int i = 0; i < options.launches; ++i) {
-    const Tag tag{TagKind::micro, kPdlChain, i};
-    const auto& ks = launch_kernels(tagged, tag, kChainKernels, "chain_kernel", "PDL gap");
+  for (size_t i = 0; i < r.pdl.size(); ++i) {
+    const Tag tag{TagKind::micro, kPdlChain, static_cast<int>(i)};
+    const auto& ks = launch_kernels(r.tagged, tag, kChainKernels, "chain_kernel", "PDL gap");
     for (int k = 0; k + 1 < kChainKernels; ++k) {
       if (ks[k + 1].start_ns < ks[k].end_ns) ++overlapped;
-      pdl_gap_ns.push_back(signed_ns(ks[k].end_ns, ks[k + 1].end_ns) - plain_duration_ns);
-      pdl_inner_gaps.push_back(signed_ns(pdl_runs[i].exit[k], pdl_runs[i].entry[k + 1]));
+      gap_ns.push_back(signed_ns(ks[k].end_ns, ks[k + 1].end_ns) - plain.duration_ns);
+      inner_gaps.push_back(signed_ns(r.pdl[i].exit[k], r.pdl[i].entry[k + 1]));
     }
   }
-  const double pdl_raw_p50 = median(pdl_gap_ns);
-  negatives = 0;
-  out.micro.kernel_gap_pdl_ns = model::compute_stats(clamped(pdl_gap_ns, &negatives));
-  out.notes.push_back("PDL: the dependent started before its predecessor ended at " +
-                      std::to_string(overlapped) + " of " + std::to_string(pdl_gap_ns.size()) +
-                      " boundaries; end-to-end spacing less a plain "
-                      "kernel's " +
-                      ns_text(plain_duration_ns) + ": p50 " + ns_text(pdl_raw_p50) + ", " +
-                      std::to_string(negatives) +
-                      " samples below zero counted as 0; in-kernel, last store to "
-                      "first instruction past the dependency: " +
-                      ns_text(median(pdl_inner_gaps)) + " with PDL, " +
-                      ns_text(median(plain_inner_gaps)) + " without");
-  if (clamped_gaps > 0) {
-    out.notes.push_back("kernel gap: " + std::to_string(clamped_gaps) + " CUPTI overlaps within " +
-                        ns_text(kOverlapToleranceNs) + " counted as gaps of 0");
-  }
+  const double raw_p50 = median(gap_ns);
+  int negatives = 0;
+  out.micro.kernel_gap_pdl_ns = model::compute_stats(clamped(gap_ns, &negatives));
+  out.notes.push_back(
+      "PDL: the dependent started before its predecessor ended at " + std::to_string(overlapped) +
+      " of " + std::to_string(gap_ns.size()) +
+      " boundaries; end-to-end spacing less a plain kernel's " + ns_text(plain.duration_ns) +
+      ": p50 " + ns_text(raw_p50) + ", " + std::to_string(negatives) +
+      " samples below zero counted as 0; in-kernel, last store to "
+      "first instruction past the dependency: " +
+      ns_text(median(inner_gaps)) + " with PDL, " + ns_text(plain.inner_gap_ns) + " without");
+}
 
-  // Region: its start to the first task, its last task to its end. Where the clocks disagree, the
-  // kernel's time outside its CTAs' instructions (CUPTI duration less the in-kernel span, free of
-  // the offset) cannot be split between start and end: half goes to each.
-  std::vector<double> region_launch_ns, region_drain_ns;
-  for (int i = 0; i < options.launches; ++i) {
-    const Tag tag{TagKind::micro, kRegion, i};
-    const KernelRecord& k = launch_kernels(tagged, tag, 1, "region_kernel", "region").front();
+// Region: its start to the first task, its last task to its end. Where the clocks disagree, the
+// kernel's time outside its CTAs' instructions (CUPTI duration less the in-kernel span, free of
+// the offset) cannot be split between start and end: half goes to each.
+void region_launch_and_drain(const LaunchRecords& r, int ctas, int per_sm, bool clocks_agree,
+                             MicroResult& out) {
+  std::vector<double> launch_ns, drain_ns;
+  for (size_t i = 0; i < r.region.size(); ++i) {
+    const Tag tag{TagKind::micro, kRegion, static_cast<int>(i)};
+    const KernelRecord& k = launch_kernels(r.tagged, tag, 1, "region_kernel", "region").front();
     if (k.launch.grid[0] != ctas) {
       throw Error("micro-benchmark region: CUPTI saw a grid of " +
                   std::to_string(k.launch.grid[0]) + " CTAs, launched " + std::to_string(ctas));
     }
-    const RegionRun& r = region_runs[i];
-    const u64 entry = *std::min_element(r.entry.begin(), r.entry.end());
-    const u64 first = *std::min_element(r.first_task.begin(), r.first_task.end());
-    const u64 last = *std::max_element(r.last_end.begin(), r.last_end.end());
+    const RegionRun& run = r.region[i];
+    const u64 entry = *std::min_element(run.entry.begin(), run.entry.end());
+    const u64 first = *std::min_element(run.first_task.begin(), run.first_task.end());
+    const u64 last = *std::max_element(run.last_end.begin(), run.last_end.end());
     if (clocks_agree) {
-      region_launch_ns.push_back(signed_ns(k.start_ns, first));
-      region_drain_ns.push_back(signed_ns(last, k.end_ns));
+      launch_ns.push_back(signed_ns(k.start_ns, first));
+      drain_ns.push_back(signed_ns(last, k.end_ns));
     } else {
       const double outside = signed_ns(k.start_ns, k.end_ns) - signed_ns(entry, last);
-      region_launch_ns.push_back(signed_ns(entry, first) + outside / 2);
-      region_drain_ns.push_back(outside / 2);
+      launch_ns.push_back(signed_ns(entry, first) + outside / 2);
+      drain_ns.push_back(outside / 2);
     }
   }
-  negatives = 0;
-  out.micro.region_launch_ns = model::compute_stats(clamped(region_launch_ns, &negatives));
-  out.micro.region_drain_ns = model::compute_stats(clamped(region_drain_ns, &negatives));
+  int negatives = 0;
+  out.micro.region_launch_ns = model::compute_stats(clamped(launch_ns, &negatives));
+  out.micro.region_drain_ns = model::compute_stats(clamped(drain_ns, &negatives));
   out.notes.push_back(
       "region: " + std::to_string(ctas) + " CTAs of " + std::to_string(kRegionThreads) +
       " threads (one per SM; occupancy allows " + std::to_string(per_sm) + "), " +
@@ -530,8 +515,11 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
       (clocks_agree ? "CUPTI start and end against %globaltimer"
                     : "its time outside its instructions split evenly between launch and drain") +
       "; " + std::to_string(negatives) + " samples below zero counted as 0");
+}
 
-  // Counter ping-pong, untraced: %globaltimer on one SM only.
+// Counter ping-pong, untraced: %globaltimer on one SM only.
+void counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t stream,
+                            MicroResult& out) {
   const int smem_optin = device.smem_per_block_optin;
   if (2 * int64_t{smem_optin} <= device.smem_per_sm) {
     throw Error("micro-benchmark counter: cannot keep two CTAs off one SM with shared memory");
@@ -557,35 +545,105 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
     one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
   }
   out.micro.counter_signal_to_wait_ns = model::compute_stats(one_way_ns);
-
-  // Dependency checks, untraced: %globaltimer on one SM.
-  {
-    DeviceArray<uint64_t> counters(kDependencyCheckRounds * kDependencyCheckThreads);
-    CUDA_CHECK(cudaMemset(counters.get(), 1,
-                          kDependencyCheckRounds * kDependencyCheckThreads * sizeof(uint64_t)));
-    DeviceArray<u64> check_ns(kDependencyCheckBatches);
-    DeviceArray<int> missing(1);
-    dependency_check_kernel<<<1, kDependencyCheckThreads, 0, stream>>>(
-        DependencyCheckLayout{counters.get(), check_ns.get(), missing.get()});
-    CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (missing.download()[0] != 0) {
-      throw Error("micro-benchmark dependency check: a signalled counter read as zero");
-    }
-    std::vector<double> round_ns;
-    for (u64 ns : check_ns.download()) {
-      round_ns.push_back(static_cast<double>(ns) / kDependencyCheckRounds);
-    }
-    out.micro.dependency_check_round_ns = model::compute_stats(round_ns);
-    out.notes.push_back("dependency check: one CTA of " + std::to_string(kDependencyCheckThreads) +
-                        " threads, " + std::to_string(kDependencyCheckBatches) + " times " +
-                        std::to_string(kDependencyCheckRounds) +
-                        " rounds of one signalled counter per thread and a barrier");
-  }
   out.notes.push_back(
       "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
       std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
       std::to_string(kRoundTripsPerBatch) + "; half a round trip each");
+}
+
+// Dependency checks, untraced: %globaltimer on one SM.
+void dependency_check_round(cudaStream_t stream, MicroResult& out) {
+  DeviceArray<uint64_t> counters(kDependencyCheckRounds * kDependencyCheckThreads);
+  CUDA_CHECK(cudaMemset(counters.get(), 1,
+                        kDependencyCheckRounds * kDependencyCheckThreads * sizeof(uint64_t)));
+  DeviceArray<u64> check_ns(kDependencyCheckBatches);
+  DeviceArray<int> missing(1);
+  dependency_check_kernel<<<1, kDependencyCheckThreads, 0, stream>>>(
+      DependencyCheckLayout{counters.get(), check_ns.get(), missing.get()});
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (missing.download()[0] != 0) {
+    throw Error("micro-benchmark dependency check: a signalled counter read as zero");
+  }
+  std::vector<double> round_ns;
+  for (u64 ns : check_ns.download()) {
+    round_ns.push_back(static_cast<double>(ns) / kDependencyCheckRounds);
+  }
+  out.micro.dependency_check_round_ns = model::compute_stats(round_ns);
+  out.notes.push_back("dependency check: one CTA of " + std::to_string(kDependencyCheckThreads) +
+                      " threads, " + std::to_string(kDependencyCheckBatches) + " times " +
+                      std::to_string(kDependencyCheckRounds) +
+                      " rounds of one signalled counter per thread and a barrier");
+}
+
+}  // namespace
+
+double measure_copy_bandwidth(int64_t bytes) {
+  DeviceArray<std::byte> from(static_cast<size_t>(bytes)), to(static_cast<size_t>(bytes));
+  CUDA_CHECK(cudaMemset(from.get(), 0x3c, static_cast<size_t>(bytes)));
+  const Event start, stop;
+  std::vector<double> seconds;
+  for (int i = 0; i < 13; ++i) {
+    CUDA_CHECK(cudaEventRecord(start.get()));
+    CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), static_cast<size_t>(bytes),
+                               cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaEventRecord(stop.get()));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    if (i >= 3) seconds.push_back(ms / 1e3);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * static_cast<double>(bytes) / seconds[seconds.size() / 2];
+}
+
+MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options) {
+  if (options.launches < 2) throw Error("micro-benchmarks: need at least 2 launches each");
+  MicroResult out;
+  const executor::DeviceInfo device = executor::current_device();
+  out.device.name = device.name;
+  out.device.sm_count = device.sm_count;
+  out.device.l2_bytes = device.l2_bytes;
+  out.device.registers_per_sm = device.registers_per_sm;
+  out.device.copy_bandwidth_gb_per_s = measure_copy_bandwidth() / 1e9;
+
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } stream_guard{stream};
+
+  DeviceArray<u64> tick(1);
+  timer_tick_kernel<<<1, 1, 0, stream>>>(tick.get());
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const u64 tick_ns = tick.download()[0];
+  out.notes.push_back("%globaltimer ticks every " + ns_text(static_cast<double>(tick_ns)) +
+                      " or less");
+
+  // The region: one CTA per SM, if the occupancy API allows one.
+  int per_sm = 0;
+  CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, region_kernel, kRegionThreads, 0));
+  if (per_sm < 1) throw Error("micro-benchmarks: the region kernel fits no CTA on an SM");
+  const int ctas = device.sm_count;
+
+  LaunchSweep sweep;
+  const LaunchRecords records = record_launches(tracer, options.launches, ctas, stream, sweep);
+  const PlainChain plain = plain_chain(records, tick_ns, out);
+  out.micro.graph_launch_by_nodes = sweep.points(records.tagged);
+  out.notes.push_back("graph launch by nodes (chains of trivial kernels, measured alike), p50: " +
+                      LaunchSweep::describe(out.micro.graph_launch_by_nodes));
+  pdl_chain(records, plain, out);
+  if (plain.clamped_gaps > 0) {
+    out.notes.push_back("kernel gap: " + std::to_string(plain.clamped_gaps) +
+                        " CUPTI overlaps within " + ns_text(kOverlapToleranceNs) +
+                        " counted as gaps of 0");
+  }
+  region_launch_and_drain(records, ctas, per_sm, plain.clocks_agree, out);
+  counter_signal_to_wait(device, stream, out);
+  dependency_check_round(stream, out);
   return out;
 }
 

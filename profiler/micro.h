@@ -22,13 +22,14 @@
 //  - dependency check: one CTA of 256 threads, each acquire-loading one signalled counter per
 //    round and the block's barrier after it, as the region kernel checks a task's dependencies;
 //    the time of one round (%globaltimer on one SM);
-//  - copy bandwidth: executor::measure_copy_bandwidth.
+//  - copy bandwidth: measure_copy_bandwidth.
 // CUPTI's GPU timestamps and %globaltimer were seen about 40 µs apart on an H200, so in-kernel
 // times are compared with CUPTI's only if a check on the plain chain finds them in step; if not,
 // the region's time outside its instructions (CUPTI duration less the in-kernel span, which no
 // offset affects) is split evenly between launch and drain, and a note says so.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ struct MicroResult {
 
 // Runs on the current device; opens and closes its own trace windows on `tracer`.
 MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& options = {});
+
+// Device-to-device copy bandwidth, counting bytes read plus bytes written, over `bytes`-sized
+// buffers (median of several copies after warm-up).
+double measure_copy_bandwidth(int64_t bytes = int64_t{1} << 30);
 
 // The graph-launch sweep: chains of 1 to 512 trivial kernels, each captured as a CUDA graph and
 // launched alone on an idle stream, as a stage graph is replayed. A round launches each size once,

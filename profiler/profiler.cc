@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/weights.h"
 #include "model/config.h"
 #include "model/error.h"
@@ -88,41 +89,32 @@ model::LatencyStats standalone_stats(const std::vector<KernelRecord>& kernels, s
   return model::compute_stats(ns, "ns");
 }
 
-}  // namespace
+using Progress = std::function<void(const std::string& phase, int done, int total)>;
 
-BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenario& scenario,
-                          CuptiTracer& tracer, const BatchOptions& options,
-                          const ProfileListener& listener) {
-  if (options.runs < 1) throw Error("profile: need at least one timed run");
-  if (options.warmup < 0) throw Error("profile: warm-up runs must not be negative");
-  if (options.standalone_runs < 1)
-    throw Error("profile: need at least one launch of each op alone");
-  const int stage_count = runner.stage_count();
-  if (stage_count != static_cast<int>(scenario.stages.size())) {
-    throw Error("profile: the runner has " + std::to_string(stage_count) +
-                " stages, the scenario " + std::to_string(scenario.stages.size()));
-  }
-  BatchResult result;
-  result.profile.batch = scenario.batch;
-  result.summary.batch = scenario.batch;
-  result.ops = stage_ops(runner, scenario);
-  const std::string batch_text = "batch " + std::to_string(scenario.batch);
-  auto progress = [&](const std::string& phase, int done, int total) {
-    if (listener.progress) listener.progress(phase, done, total);
-  };
+// Every stage's graph replayed in scenario order, as in serving (a decode step follows the
+// prefill that filled its cache), each timed alone; the first output's time adds each stage's
+// replay as often as the first output runs it. (A TTS pipeline's runs replayed back to back, as
+// `megacut run` times them, take less: the host launches each graph while the GPU runs the one
+// before.) The graph-launch sweep runs a round beside each iteration, so that it meets the host
+// as the replays do.
+struct StageReplays {
+  StageReplays(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+               const BatchOptions& options, Progress progress)
+      : runner(runner),
+        scenario(scenario),
+        options(options),
+        progress(std::move(progress)),
+        graph_ns(runner.stage_count()),
+        traced_graph_ns(runner.stage_count()) {}
 
-  // Stages replay in scenario order, as in serving (a decode step follows the prefill that filled
-  // its cache), each timed alone; the first output's time printed adds each stage's replay as
-  // often as the first output runs it. (A TTS pipeline's runs replayed back to back, as `megacut
-  // run` times them, take less: the host launches each graph while the GPU runs the one before.)
-  const int iterations = options.warmup + options.runs;
-  std::vector<std::vector<double>> graph_ns(stage_count), traced_graph_ns(stage_count);
-  std::vector<double> ttfo_untraced, ttfo_traced;
-  LaunchSweep sweep;
-  auto replay_all = [&](bool traced, std::vector<double>& ttfo_ms) {
-    for (int it = 0; it < iterations; ++it) {
+  int iterations() const { return options.warmup + options.runs; }
+
+  // Warm-up and timed iterations; traced ones tagged Tag{TagKind::replay, stage, iteration}.
+  void run(bool traced) {
+    std::vector<double>& ttfo_ms = traced ? ttfo_traced : ttfo_untraced;
+    for (int it = 0; it < iterations(); ++it) {
       double first_output_ms = 0;
-      for (int s = 0; s < stage_count; ++s) {
+      for (int s = 0; s < runner.stage_count(); ++s) {
         double ms;
         if (traced) {
           NvtxRange range(scenario.stages[s].name + " replay");
@@ -134,62 +126,71 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
         if (it >= options.warmup) (traced ? traced_graph_ns : graph_ns)[s].push_back(ms * 1e6);
         first_output_ms += ms * static_cast<double>(scenario.stages[s].runs_to_first_output);
       }
-      // The graph-launch sweep beside the replays, so that it meets the host as they do.
       if (traced) {
         sweep.trace_round(it);
       } else {
         sweep.time_round();
       }
       if (it >= options.warmup) ttfo_ms.push_back(first_output_ms);
-      progress(traced ? "traced replays" : "replays (untraced)", it + 1, iterations);
+      progress(traced ? "traced replays" : "replays (untraced)", it + 1, iterations());
     }
-  };
+  }
 
-  for (int s = 0; s < stage_count; ++s) runner.capture(s);
-  replay_all(false, ttfo_untraced);
-  L2Flush flush;
+  executor::ScenarioRunner& runner;
+  const model::Scenario& scenario;
+  const BatchOptions& options;
+  Progress progress;
+  std::vector<std::vector<double>> graph_ns, traced_graph_ns;  // by stage, timed iterations
+  std::vector<double> ttfo_untraced, ttfo_traced;              // ms
+  LaunchSweep sweep;
+};
 
-  TraceWindow window;
-  const TaggedKernels tagged = trace_tagged(
-      tracer, batch_text,
-      [&] {
-        for (int s = 0; s < stage_count; ++s) {
-          NvtxRange stage_range(scenario.stages[s].name + " (" + batch_text + ", eager)");
-          const StageOps& ops = result.ops[s];
-          for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
-            NvtxRange op_range(ops.ops[op].name);
-            CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
-            runner.launch_op(s, op);
-          }
+// Inside a trace window: each op launched eagerly (the kernels it runs), the traced replays,
+// then each op's kernel alone, cold (after an L2 flush) and warm, each call tagged.
+void launch_traced(StageReplays& replays, const std::vector<StageOps>& stage_ops, L2Flush& flush) {
+  executor::ScenarioRunner& runner = replays.runner;
+  const model::Scenario& scenario = replays.scenario;
+  const std::string batch_text = "batch " + std::to_string(scenario.batch);
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    NvtxRange stage_range(scenario.stages[s].name + " (" + batch_text + ", eager)");
+    const StageOps& ops = stage_ops[s];
+    for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
+      NvtxRange op_range(ops.ops[op].name);
+      CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
+      runner.launch_op(s, op);
+    }
+  }
+  runner.synchronize();
+  replays.run(/*traced=*/true);
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    const int ops = static_cast<int>(stage_ops[s].ops.size());
+    for (int op = 0; op < ops; ++op) {
+      for (int r = 0; r < replays.options.standalone_runs; ++r) {
+        {
+          CuptiTracer::Scope tag(Tag{TagKind::flush, s, op});
+          flush.run(runner.stream());
         }
-        runner.synchronize();
-        replay_all(true, ttfo_traced);
-        for (int s = 0; s < stage_count; ++s) {
-          const int ops = static_cast<int>(result.ops[s].ops.size());
-          for (int op = 0; op < ops; ++op) {
-            for (int r = 0; r < options.standalone_runs; ++r) {
-              {
-                CuptiTracer::Scope tag(Tag{TagKind::flush, s, op});
-                flush.run(runner.stream());
-              }
-              {
-                CuptiTracer::Scope tag(Tag{TagKind::standalone_cold, s, op});
-                runner.launch_op(s, op);
-              }
-              CuptiTracer::Scope tag(Tag{TagKind::standalone_warm, s, op});
-              runner.launch_op(s, op);
-            }
-            progress("kernels alone (" + scenario.stages[s].name + ")", op + 1, ops);
-          }
+        {
+          CuptiTracer::Scope tag(Tag{TagKind::standalone_cold, s, op});
+          runner.launch_op(s, op);
         }
-        runner.synchronize();
-      },
-      &window);
-  result.summary.kernel_records = static_cast<int64_t>(window.kernels.size());
-  result.summary.dropped_records = window.dropped_records;
+        CuptiTracer::Scope tag(Tag{TagKind::standalone_warm, s, op});
+        runner.launch_op(s, op);
+      }
+      replays.progress("kernels alone (" + scenario.stages[s].name + ")", op + 1, ops);
+    }
+  }
+  runner.synchronize();
+}
 
+// Each stage's traced replays mapped to its ops (checked against its eager launches, warm-up
+// replays too), with each op's kernel alone and the untraced graph time, into result.profile,
+// result.stages and result.summary. Returns how many of the window's kernels it accounted for.
+int64_t map_traces(const TaggedKernels& tagged, const StageReplays& replays, BatchResult& result) {
+  const BatchOptions& options = replays.options;
+  const std::string batch_text = "batch " + std::to_string(replays.scenario.batch);
   int64_t mapped = 0;
-  for (int s = 0; s < stage_count; ++s) {
+  for (int s = 0; s < static_cast<int>(result.ops.size()); ++s) {
     const StageOps& ops = result.ops[s];
     std::vector<std::vector<KernelRecord>> eager;
     for (int op = 0; op < static_cast<int>(ops.ops.size()); ++op) {
@@ -198,7 +199,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
       mapped += static_cast<int64_t>(tagged.of(Tag{TagKind::flush, s, op}).size());
     }
     std::vector<std::vector<KernelRecord>> warmup, timed;
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < replays.iterations(); ++it) {
       const std::vector<KernelRecord>& kernels = tagged.of(Tag{TagKind::replay, s, it});
       mapped += static_cast<int64_t>(kernels.size());
       (it < options.warmup ? warmup : timed).push_back(kernels);
@@ -206,7 +207,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     // Warm-up replays are checked like the rest, and left out of the statistics.
     if (!warmup.empty()) map_stage(ops, eager, std::move(warmup));
     StageTrace trace = map_stage(ops, eager, std::move(timed));
-    trace.profile.graph_ns = model::compute_stats(graph_ns[s], "ns");
+    trace.profile.graph_ns = model::compute_stats(replays.graph_ns[s], "ns");
     for (model::OpProfile& op : trace.profile.ops) {
       const size_t per_launch = eager.at(op.index).size();
       auto alone = [&](TagKind kind) {
@@ -226,7 +227,7 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     summary.ops = static_cast<int>(ops.ops.size());
     summary.kernels_per_replay = static_cast<int>(trace.op_of_position.size());
     summary.graph_ns = *trace.profile.graph_ns;
-    summary.traced_graph_ns = model::compute_stats(traced_graph_ns[s], "ns");
+    summary.traced_graph_ns = model::compute_stats(replays.traced_graph_ns[s], "ns");
     summary.span_ns = trace.span_ns();
     summary.clamped_gaps = trace.clamped_gaps;
     summary.max_overlap_ns = trace.max_overlap_ns;
@@ -238,9 +239,69 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
     result.profile.stages.push_back(trace.profile);
     result.stages.push_back(std::move(trace));
   }
-  mapped += sweep.traced_kernels();
-  result.summary.launch_sweep_kernels = sweep.traced_kernels();
-  result.profile.graph_launch_by_nodes = sweep.points(tagged, options.warmup);
+  return mapped;
+}
+
+// Untraced, each op alone as a persistent region at several CTA counts (task_bench.h).
+void benchmark_tasks(executor::ScenarioRunner& runner, const BatchOptions& options, L2Flush& flush,
+                     const Progress& progress, BatchResult& result) {
+  const auto start = std::chrono::steady_clock::now();
+  TaskBenchOptions tasks = options.tasks;
+  if (tasks.ctas.empty()) tasks.ctas = default_task_ctas(executor::current_device().sm_count);
+  int total = 0, done = 0;
+  for (const StageOps& ops : result.ops) total += static_cast<int>(ops.ops.size());
+  for (int s = 0; s < runner.stage_count(); ++s) {
+    for (model::OpProfile& op : result.profile.stages[s].ops) {
+      OpTasks measured = benchmark_op_tasks(runner, s, op.index, tasks, flush);
+      result.summary.task_regions += measured.regions;
+      result.summary.task_kernels_compiled += measured.compiled;
+      result.summary.task_compile_seconds += measured.compile_ms / 1e3;
+      op.task_region = measured.region;
+      op.tasks = std::move(measured.tasks);
+      op.tiles = runner.stage_graph(s).op(op.index).tiling.count();
+      progress("task benchmarks", ++done, total);
+    }
+  }
+  result.summary.task_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                          CuptiTracer& tracer, const BatchOptions& options,
+                          const ProfileListener& listener) {
+  if (options.runs < 1) throw Error("profile: need at least one timed run");
+  if (options.warmup < 0) throw Error("profile: warm-up runs must not be negative");
+  if (options.standalone_runs < 1)
+    throw Error("profile: need at least one launch of each op alone");
+  if (runner.stage_count() != static_cast<int>(scenario.stages.size())) {
+    throw Error("profile: the runner has " + std::to_string(runner.stage_count()) +
+                " stages, the scenario " + std::to_string(scenario.stages.size()));
+  }
+  BatchResult result;
+  result.profile.batch = scenario.batch;
+  result.summary.batch = scenario.batch;
+  result.ops = stage_ops(runner, scenario);
+  const std::string batch_text = "batch " + std::to_string(scenario.batch);
+  const Progress progress = [&](const std::string& phase, int done, int total) {
+    if (listener.progress) listener.progress(phase, done, total);
+  };
+
+  StageReplays replays(runner, scenario, options, progress);
+  for (int s = 0; s < runner.stage_count(); ++s) runner.capture(s);
+  replays.run(/*traced=*/false);
+  L2Flush flush;
+  TraceWindow window;
+  const TaggedKernels tagged = trace_tagged(
+      tracer, batch_text, [&] { launch_traced(replays, result.ops, flush); }, &window);
+  result.summary.kernel_records = static_cast<int64_t>(window.kernels.size());
+  result.summary.dropped_records = window.dropped_records;
+
+  int64_t mapped = map_traces(tagged, replays, result);
+  mapped += replays.sweep.traced_kernels();
+  result.summary.launch_sweep_kernels = replays.sweep.traced_kernels();
+  result.profile.graph_launch_by_nodes = replays.sweep.points(tagged, options.warmup);
   if (listener.note) {
     listener.note(batch_text + ": graph launch by nodes beside the replays, p50: " +
                   LaunchSweep::describe(result.profile.graph_launch_by_nodes));
@@ -250,35 +311,9 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
                 " kernel records, of which " + std::to_string(mapped) +
                 " belong to the profiler's launches");
   }
-  result.summary.ttfo_untraced_ms = model::compute_stats(ttfo_untraced, "ms");
-  result.summary.ttfo_traced_ms = model::compute_stats(ttfo_traced, "ms");
-
-  if (options.task_benchmarks) {
-    const auto start = std::chrono::steady_clock::now();
-    TaskBenchOptions tasks = options.tasks;
-    if (tasks.ctas.empty()) {
-      int device = 0, sms = 0;
-      CUDA_CHECK(cudaGetDevice(&device));
-      CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      tasks.ctas = default_task_ctas(sms);
-    }
-    int total = 0, done = 0;
-    for (const StageOps& ops : result.ops) total += static_cast<int>(ops.ops.size());
-    for (int s = 0; s < stage_count; ++s) {
-      for (model::OpProfile& op : result.profile.stages[s].ops) {
-        OpTasks measured = benchmark_op_tasks(runner, s, op.index, tasks, flush);
-        result.summary.task_regions += measured.regions;
-        result.summary.task_kernels_compiled += measured.compiled;
-        result.summary.task_compile_seconds += measured.compile_ms / 1e3;
-        op.task_region = measured.region;
-        op.tasks = std::move(measured.tasks);
-        op.tiles = runner.stage_graph(s).op(op.index).tiling.count();
-        progress("task benchmarks", ++done, total);
-      }
-    }
-    result.summary.task_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  result.summary.ttfo_untraced_ms = model::compute_stats(replays.ttfo_untraced, "ms");
+  result.summary.ttfo_traced_ms = model::compute_stats(replays.ttfo_traced, "ms");
+  if (options.task_benchmarks) benchmark_tasks(runner, options, flush, progress, result);
   return result;
 }
 
