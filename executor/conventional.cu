@@ -19,6 +19,7 @@
 
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "executor/grid_dependency.cuh"
 #include "executor/launch.h"
 #include "executor/tensor_map.h"
@@ -138,11 +139,9 @@ constexpr auto* tile_kernel_of() {
 template <class Body>
 void raise_smem_limit() {
   static const bool raised = [] {
-    int device = 0, optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     CUDA_CHECK(cudaFuncSetAttribute(tile_kernel_of<Body>(),
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    current_device().smem_per_block_optin));
     return true;
   }();
   (void)raised;
@@ -170,12 +169,10 @@ struct StreamDevice {
 template <class Body>
 const StreamDevice& stream_device() {
   static const StreamDevice d = [] {
-    int device = 0;
+    const DeviceInfo device = current_device();
     StreamDevice d;
-    int optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    d.sm_count = device.sm_count;
+    const int optin = device.smem_per_block_optin;
     cudaFuncAttributes attributes{};
     CUDA_CHECK(cudaFuncGetAttributes(&attributes, stream_kernel<Body>));
     d.dynamic_smem_bytes = optin - static_cast<int>(attributes.sharedSizeBytes);

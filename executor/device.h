@@ -18,7 +18,8 @@ struct DeviceInfo {
   int64_t smem_per_sm = 0;
 };
 
-// The device the calling thread's CUDA runtime is on, its primary context created.
+// The device the calling thread's CUDA runtime is on, its primary context created; its
+// properties are queried once per device and process. Thread-safe.
 DeviceInfo current_device();
 
 }  // namespace megacut::executor

@@ -66,9 +66,8 @@ CUfunction load_function(const CompiledKernel& k, const std::string& where) {
            where);
   // Let the kernel take up to the device's opt-in shared memory once, as the conventional
   // kernels do: regions sharing this kernel may need different amounts.
-  int device = 0, optin = 0, static_bytes = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int optin = current_device().smem_per_block_optin;
+  int static_bytes = 0;
   cu_check(driver().func_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
            "cuFuncGetAttribute", where);
   cu_check(driver().func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -285,4 +285,28 @@ std::string CuptiTracer::describe() const {
 CuptiTracer::Scope::Scope(Tag tag) : previous_(t_tag) { t_tag = tag.code(); }
 CuptiTracer::Scope::~Scope() { t_tag = previous_; }
 
+TaggedKernels CuptiTracer::trace(const std::string& where, const std::function<void()>& launches,
+                                 TraceWindow* window) {
+  start();
+  try {
+    launches();
+  } catch (...) {
+    stop();
+    throw;
+  }
+  TraceWindow seen = stop();
+  if (seen.dropped_records > 0) {
+    throw Error(where + ": CUPTI dropped " + std::to_string(seen.dropped_records) +
+                " activity records; the trace is incomplete");
+  }
+  TaggedKernels tagged = group_by_tag(seen);
+  if (!tagged.untagged.empty()) {
+    throw Error(where + ": " + std::to_string(tagged.untagged.size()) +
+                " kernels came from CUDA calls the profiler did not make (first: " +
+                tagged.untagged.front().name + ")");
+  }
+  if (window != nullptr) *window = std::move(seen);
+  return tagged;
+}
+
 }  // namespace megacut::profiler

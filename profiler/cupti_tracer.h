@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "profiler/stage_trace.h"
@@ -31,6 +32,11 @@ class CuptiTracer {
   // returns what the window saw, with the count of records CUPTI dropped.
   TraceWindow stop();
   bool tracing() const;
+  // Runs `launches` in a window of its own and returns its kernels by tag, `window` (if given)
+  // what it saw. Throws megacut::Error naming `where` if CUPTI dropped records or a kernel came
+  // from an untagged call; closes the window if `launches` throws.
+  TaggedKernels trace(const std::string& where, const std::function<void()>& launches,
+                      TraceWindow* window = nullptr);
 
   // "CUPTI API version 130001, from <library path>".
   std::string describe() const;

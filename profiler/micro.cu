@@ -340,8 +340,7 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
   // Untraced first: tracing slows the launch itself (it instruments each kernel node).
   for (int i = 0; i < launches; ++i) out.untraced_launch_ms.push_back(time_launch_ms(plain));
   for (int i = 0; i < launches; ++i) sweep.time_round();
-  tracer.start();
-  try {
+  out.tagged = tracer.trace("micro-benchmarks", [&] {
     for (int i = 0; i < launches; ++i) {
       double ms;
       {
@@ -368,21 +367,7 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
       out.region.push_back({region_entry.download(), first_task.download(), last_end.download()});
     }
     for (int i = 0; i < launches; ++i) sweep.trace_round(i);
-  } catch (...) {
-    tracer.stop();
-    throw;
-  }
-  const TraceWindow window = tracer.stop();
-  if (window.dropped_records > 0) {
-    throw Error("micro-benchmarks: CUPTI dropped " + std::to_string(window.dropped_records) +
-                " activity records");
-  }
-  out.tagged = group_by_tag(window);
-  if (!out.tagged.untagged.empty()) {
-    throw Error("micro-benchmarks: " + std::to_string(out.tagged.untagged.size()) +
-                " kernels came from calls the benchmarks did not make (first: " +
-                out.tagged.untagged.front().name + ")");
-  }
+  });
   return out;
 }
 

@@ -44,33 +44,6 @@ std::vector<StageOps> stage_ops(const executor::ScenarioRunner& runner,
   return stages;
 }
 
-// Runs `launches` in a trace window and returns its kernels by tag: every one of them from a
-// tagged call, no record dropped.
-TaggedKernels trace_tagged(CuptiTracer& tracer, const std::string& where,
-                           const std::function<void()>& launches,
-                           TraceWindow* window_out = nullptr) {
-  tracer.start();
-  try {
-    launches();
-  } catch (...) {
-    tracer.stop();
-    throw;
-  }
-  const TraceWindow window = tracer.stop();
-  if (window.dropped_records > 0) {
-    throw Error("CUPTI dropped " + std::to_string(window.dropped_records) +
-                " activity records at " + where + "; the trace is incomplete");
-  }
-  TaggedKernels tagged = group_by_tag(window);
-  if (!tagged.untagged.empty()) {
-    throw Error(std::to_string(tagged.untagged.size()) + " kernels at " + where +
-                " came from CUDA calls the profiler did not make (first: " +
-                tagged.untagged.front().name + ")");
-  }
-  if (window_out != nullptr) *window_out = window;
-  return tagged;
-}
-
 // The duration of each of `runs` launches of one op (each `per_launch` kernels, in start order):
 // its first kernel's start to its last kernel's end.
 model::LatencyStats standalone_stats(const std::vector<KernelRecord>& kernels, size_t per_launch,
@@ -293,8 +266,8 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   replays.run(/*traced=*/false);
   L2Flush flush;
   TraceWindow window;
-  const TaggedKernels tagged = trace_tagged(
-      tracer, batch_text, [&] { launch_traced(replays, result.ops, flush); }, &window);
+  const TaggedKernels tagged = tracer.trace(
+      batch_text, [&] { launch_traced(replays, result.ops, flush); }, &window);
   result.summary.kernel_records = static_cast<int64_t>(window.kernels.size());
   result.summary.dropped_records = window.dropped_records;
 
@@ -334,7 +307,7 @@ int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scen
   const std::string where = "batch " + std::to_string(scenario.batch) + ", cuBLASLt linears";
   const int iterations = options.warmup + options.runs;
   for (int s = 0; s < runner.stage_count(); ++s) runner.capture(s);
-  const TaggedKernels tagged = trace_tagged(tracer, where, [&] {
+  const TaggedKernels tagged = tracer.trace(where, [&] {
     for (int s = 0; s < runner.stage_count(); ++s) {
       NvtxRange stage_range(scenario.stages[s].name + " (" + where + ", eager)");
       for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "executor/cuda_check.h"
+#include "executor/device.h"
 #include "model/error.h"
 #include "model/stats.h"
 #include "profiler/nvtx.h"
@@ -149,10 +150,7 @@ nlohmann::json task_timing_to_json(const executor::ScenarioRunner& runner,
 }
 
 L2Flush::L2Flush() {
-  int device = 0, l2 = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
+  bytes_ = 2 * static_cast<size_t>(std::max<int64_t>(executor::current_device().l2_bytes, 1 << 20));
   CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
 }
 
