@@ -9,6 +9,7 @@
 
 #include "executor/cuda_check.h"
 #include "executor/device.h"
+#include "executor/device_memory.h"
 #include "executor/driver_entry.h"
 #include "executor/megakernel_bodies.h"
 #include "executor/megakernel_codegen.h"
@@ -76,36 +77,6 @@ CUfunction load_function(const CompiledKernel& k, const std::string& where) {
   loaded.emplace(k.key, fn);
   return fn;
 }
-
-template <class T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  explicit DeviceArray(size_t n) : n_(n) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(n, 1) * sizeof(T)));
-    CUDA_CHECK(cudaMemset(ptr_, 0, std::max<size_t>(n, 1) * sizeof(T)));
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (!host.empty()) {
-      CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-  }
-  ~DeviceArray() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  DeviceArray(DeviceArray&& o) noexcept { *this = std::move(o); }
-  DeviceArray& operator=(DeviceArray&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(n_, o.n_);
-    return *this;
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return n_; }
-
- private:
-  T* ptr_ = nullptr;
-  size_t n_ = 0;
-};
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "executor/bf16.h"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
+#include "executor/device_memory.h"
 #include "executor/stage_launcher.h"
 #include "model/decoder.h"
 #include "model/error.h"
@@ -87,38 +88,6 @@ class DeviceArena {
  private:
   void* ptr_ = nullptr;
   int64_t bytes_ = 0;
-};
-
-class CudaGraph {
- public:
-  CudaGraph() = default;
-  ~CudaGraph() {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  }
-  CudaGraph(const CudaGraph&) = delete;
-  CudaGraph& operator=(const CudaGraph&) = delete;
-
-  template <class Launch>
-  void capture(cudaStream_t stream, Launch&& launch) {
-    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      launch();
-    } catch (...) {
-      cudaGraph_t partial = nullptr;
-      cudaStreamEndCapture(stream, &partial);
-      if (partial != nullptr) cudaGraphDestroy(partial);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-  }
-  bool captured() const { return exec_ != nullptr; }
-  void replay(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
 };
 
 struct Stage {

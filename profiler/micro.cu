@@ -11,6 +11,7 @@
 #include "executor/counters.cuh"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
+#include "executor/device_memory.h"
 #include "model/error.h"
 #include "profiler/micro.h"
 
@@ -43,6 +44,7 @@ constexpr int kTickReads = 1 << 16;
 
 using u64 = unsigned long long;
 
+using executor::DeviceArray;
 using tiles::globaltimer_ns;
 
 struct ChainLayout {
@@ -171,48 +173,6 @@ __global__ void __launch_bounds__(kDependencyCheckThreads)
 
 // ---- host side ---------------------------------------------------------------------------------
 
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t count) : count_(count) {
-    CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(T)));
-    CUDA_CHECK(cudaMemset(ptr_, 0, count * sizeof(T)));
-  }
-  ~DeviceArray() { cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return ptr_; }
-  std::vector<T> download() const {
-    std::vector<T> host(count_);
-    CUDA_CHECK(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  T* ptr_ = nullptr;
-  size_t count_;
-};
-
-class Graph {
- public:
-  ~Graph() {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  }
-  template <class Launch>
-  void capture(cudaStream_t stream, Launch&& launch) {
-    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    launch();
-    CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-  }
-  void launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
 class Event {
  public:
   Event() { CUDA_CHECK(cudaEventCreate(&event_)); }
@@ -311,7 +271,7 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
   // The chains, captured once each.
   DeviceArray<u64> value(1), entry_ns(kChainKernels), exit_ns(kChainKernels);
   const ChainLayout chain{value.get(), entry_ns.get(), exit_ns.get()};
-  Graph plain, pdl;
+  executor::CudaGraph plain, pdl;
   plain.capture(stream, [&] { launch_chain(chain, false, stream); });
   pdl.capture(stream, [&] { launch_chain(chain, true, stream); });
   DeviceArray<u64> region_entry(ctas), first_task(ctas), last_end(ctas);
@@ -319,8 +279,8 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
   const RegionLayout region{region_entry.get(), first_task.get(), last_end.get(), sink.get()};
 
   for (int i = 0; i < 3; ++i) {  // warm-up, untraced
-    plain.launch(stream);
-    pdl.launch(stream);
+    plain.replay(stream);
+    pdl.replay(stream);
     region_kernel<<<ctas, kRegionThreads, 0, stream>>>(region);
   }
   CUDA_CHECK(cudaGetLastError());
@@ -328,9 +288,9 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
 
   LaunchRecords out;
   const Event before, after;
-  auto time_launch_ms = [&](const Graph& graph) {
+  auto time_launch_ms = [&](const executor::CudaGraph& graph) {
     CUDA_CHECK(cudaEventRecord(before.get(), stream));
-    graph.launch(stream);
+    graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(after.get(), stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     float ms = 0;
@@ -352,7 +312,7 @@ LaunchRecords record_launches(CuptiTracer& tracer, int launches, int ctas, cudaS
     for (int i = 0; i < launches; ++i) {
       {
         CuptiTracer::Scope tag(Tag{TagKind::micro, kPdlChain, i});
-        pdl.launch(stream);
+        pdl.replay(stream);
       }
       CUDA_CHECK(cudaStreamSynchronize(stream));
       out.pdl.push_back({entry_ns.download(), exit_ns.download()});
@@ -637,7 +597,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
 struct LaunchSweep::Impl {
   cudaStream_t stream = nullptr;
   DeviceArray<u64> value{1};
-  std::array<Graph, std::size(kLaunchSweepNodes)> graphs;
+  std::array<executor::CudaGraph, std::size(kLaunchSweepNodes)> graphs;
   Event before, after;
   std::vector<std::vector<double>> untraced_ns;  // (size, round)
   // (size, round), for the sizes from kBackToBackMinNodes on.
@@ -655,16 +615,16 @@ struct LaunchSweep::Impl {
       });
     }
     for (int i = 0; i < 3; ++i) {  // warm-up, untraced
-      for (const Graph& graph : graphs) graph.launch(stream);
+      for (const executor::CudaGraph& graph : graphs) graph.replay(stream);
     }
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   ~Impl() { cudaStreamDestroy(stream); }
 
   // As a stage replay is timed (executor::ScenarioRunner::time_replay_ms).
-  double time_ns(const Graph& graph) {
+  double time_ns(const executor::CudaGraph& graph) {
     CUDA_CHECK(cudaEventRecord(before.get(), stream));
-    graph.launch(stream);
+    graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(after.get(), stream));
     CUDA_CHECK(cudaEventSynchronize(after.get()));
     float ms = 0;
@@ -674,10 +634,10 @@ struct LaunchSweep::Impl {
 
   // As the runner replays a TTS chunk's graphs: one replay, then kBackToBackReplays more timed
   // from its end, launched while the GPU runs the ones before; per replay.
-  double time_back_to_back_ns(const Graph& graph) {
-    graph.launch(stream);
+  double time_back_to_back_ns(const executor::CudaGraph& graph) {
+    graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(before.get(), stream));
-    for (int r = 0; r < kBackToBackReplays; ++r) graph.launch(stream);
+    for (int r = 0; r < kBackToBackReplays; ++r) graph.replay(stream);
     CUDA_CHECK(cudaEventRecord(after.get(), stream));
     CUDA_CHECK(cudaEventSynchronize(after.get()));
     float ms = 0;
