@@ -513,6 +513,15 @@ void ScenarioRunner::set_composition(model::Composition composition) {
   m.fill_inputs();
 }
 
+void ScenarioRunner::set_pdl(bool pdl) {
+  Impl& m = *impl_;
+  CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.options.pdl = pdl;
+  m.forget_launchers();
+}
+
+bool ScenarioRunner::pdl() const { return impl_->options.pdl; }
+
 void ScenarioRunner::set_providers(model::ProviderChoice providers) {
   Impl& m = *impl_;
   CUDA_CHECK(cudaStreamSynchronize(m.stream));

@@ -114,6 +114,10 @@ class ScenarioRunner {
   void set_composition(model::Composition composition);
   // Runs conv regions' linear ops on these providers from now on (graphs are captured anew).
   void set_providers(model::ProviderChoice providers);
+  // Launches our kernels with Programmatic Dependent Launch, or not, from now on (RunOptions::pdl;
+  // graphs are captured anew).
+  void set_pdl(bool pdl);
+  bool pdl() const;
   // The stage's logits buffer as the last launch or replay left it: (batch, vocab).
   std::vector<float> stage_logits(int stage);
   // The bytes of a stage tensor's buffer (an input, activation or state, not a weight) as the

@@ -92,6 +92,7 @@ json conv_to_json(const ConvKernel& k) {
                {"duration_ns", model::stats_to_json(k.duration_ns)},
                {"launch", launch_to_json(k.launch)}};
   if (k.gap_to_next_ns) conv["gap_to_next_ns"] = model::stats_to_json(*k.gap_to_next_ns);
+  if (k.pdl_step_ns) conv["pdl_step_ns"] = model::stats_to_json(*k.pdl_step_ns);
   if (k.standalone_cold_ns)
     conv["standalone_cold_ns"] = model::stats_to_json(*k.standalone_cold_ns);
   if (k.standalone_warm_ns)
@@ -112,6 +113,10 @@ ConvKernel conv_from(const Node& c) {
   // Absent for the stage's last op; the simulator says so if an absent gap is needed.
   if (c.has("gap_to_next_ns"))
     k.gap_to_next_ns = duration_from(c.at("gap_to_next_ns"), Duration::gap);
+  if (c.has("pdl_step_ns")) {
+    k.pdl_step_ns = duration_from(c.at("pdl_step_ns"), Duration::gap);
+    if (k.provider != "ours") c.at("pdl_step_ns").fail("only our kernels launch with PDL");
+  }
   k.launch = launch_from(c.at("launch"));
   if (c.has("standalone_cold_ns"))
     k.standalone_cold_ns = duration_from(c.at("standalone_cold_ns"), Duration::work);

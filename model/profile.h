@@ -11,7 +11,9 @@
 //    the captured graph), and its launch configuration; and the graph's end-to-end time; and,
 //    beside those replays, the graph-launch sweep (GraphLaunchPoint); then the same graph with
 //    every linear and lm-head op on cuBLASLt, traced the same way, for those ops' cuBLASLt
-//    kernels (OpProfile::conv_cublaslt);
+//    kernels (OpProfile::conv_cublaslt); and the graph with our kernels launched with
+//    Programmatic Dependent Launch, traced the same way, for each op's end-to-end step
+//    (ConvKernel::pdl_step_ns);
 //  - per op, its conventional kernel alone, after an L2 flush and warm (reported, not simulated);
 //  - per op, the standalone task benchmark: the op alone as a persistent region at 1, sm/4,
 //    sm/2 and sm CTAs, its tiles placed by model::make_schedule(graph, op, op + 1, ctas);
@@ -105,6 +107,11 @@ struct ConvKernel {
   std::string provider = "ours";  // "ours" (the op's tile body) or "cublas"
   LatencyStats duration_ns;
   std::optional<LatencyStats> gap_to_next_ns;  // absent only for the stage's last op
+  // The same graph with every kernel of ours launched with Programmatic Dependent Launch, which
+  // lets a kernel start before the one it follows ends: the previous op's end to this op's end
+  // (CUPTI), what the op adds to the stage there. Only for our kernels that follow one of ours;
+  // absent in profiles that predate it.
+  std::optional<LatencyStats> pdl_step_ns;
   LaunchConfig launch;
   // The op's kernel(s) launched alone, outside the graph (CUPTI: first kernel start to last
   // kernel end): right after an L2 flush, and right after a launch of itself. For reports and

@@ -290,21 +290,17 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
   return result;
 }
 
-int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scenario,
-                   CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
-                   const ProfileListener& listener) {
-  std::vector<const model::Graph*> graphs;
-  for (int s = 0; s < runner.stage_count(); ++s) graphs.push_back(&runner.stage_graph(s));
-  const model::ProviderChoice cublaslt = model::ProviderChoice::every(graphs);
-  if (cublaslt.listed() == 0) return 0;
-  if (profile.stages.size() != graphs.size()) {
-    throw Error("profile: " + std::to_string(profile.stages.size()) +
-                " stages profiled, the runner has " + std::to_string(graphs.size()));
-  }
-  const model::ProviderChoice before = runner.providers();
-  runner.set_providers(cublaslt);
+namespace {
+
+// The all-conventional graph of every stage again, as the runner now launches it (other
+// providers, PDL), traced as profile_batch traces its replays: one eager launch of each op,
+// options.warmup replays checked and dropped, options.runs mapped (map_stage, with `pdl`).
+std::vector<StageTrace> trace_again(executor::ScenarioRunner& runner,
+                                    const model::Scenario& scenario, CuptiTracer& tracer,
+                                    const BatchOptions& options, const ProfileListener& listener,
+                                    const std::string& how, bool pdl) {
   const std::vector<StageOps> ops = stage_ops(runner, scenario);
-  const std::string where = "batch " + std::to_string(scenario.batch) + ", cuBLASLt linears";
+  const std::string where = "batch " + std::to_string(scenario.batch) + ", " + how;
   const int iterations = options.warmup + options.runs;
   for (int s = 0; s < runner.stage_count(); ++s) runner.capture(s);
   const TaggedKernels tagged = tracer.trace(where, [&] {
@@ -319,16 +315,15 @@ int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scen
     runner.synchronize();
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < runner.stage_count(); ++s) {
-        NvtxRange range(scenario.stages[s].name + " replay (cuBLASLt linears)");
+        NvtxRange range(scenario.stages[s].name + " replay (" + how + ")");
         CuptiTracer::Scope tag(Tag{TagKind::replay, s, it});
         runner.time_replay_ms(s);
       }
-      if (listener.progress)
-        listener.progress("traced replays, cuBLASLt linears", it + 1, iterations);
+      if (listener.progress) listener.progress("traced replays, " + how, it + 1, iterations);
     }
     runner.synchronize();
   });
-  int measured = 0;
+  std::vector<StageTrace> traces;
   for (int s = 0; s < runner.stage_count(); ++s) {
     std::vector<std::vector<KernelRecord>> eager, warmup, timed;
     for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
@@ -337,19 +332,72 @@ int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scen
     for (int it = 0; it < iterations; ++it) {
       (it < options.warmup ? warmup : timed).push_back(tagged.of(Tag{TagKind::replay, s, it}));
     }
-    if (!warmup.empty()) map_stage(ops[s], eager, std::move(warmup));
-    const StageTrace trace = map_stage(ops[s], eager, std::move(timed));
-    for (const model::OpProfile& op : trace.profile.ops) {
+    if (!warmup.empty()) map_stage(ops[s], eager, std::move(warmup), pdl);
+    traces.push_back(map_stage(ops[s], eager, std::move(timed), pdl));
+  }
+  return traces;
+}
+
+// Op `index` of a profiled stage.
+model::OpProfile& profiled_op(model::StageProfile& stage, int index) {
+  for (model::OpProfile& op : stage.ops) {
+    if (op.index == index) return op;
+  }
+  throw Error("profile: stage " + stage.stage + " has no op " + std::to_string(index));
+}
+
+void check_stages(const executor::ScenarioRunner& runner, const model::BatchProfile& profile) {
+  if (profile.stages.size() != static_cast<size_t>(runner.stage_count())) {
+    throw Error("profile: " + std::to_string(profile.stages.size()) +
+                " stages profiled, the runner has " + std::to_string(runner.stage_count()));
+  }
+}
+
+}  // namespace
+
+int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+                   CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
+                   const ProfileListener& listener) {
+  check_stages(runner, profile);
+  std::vector<const model::Graph*> graphs;
+  for (int s = 0; s < runner.stage_count(); ++s) graphs.push_back(&runner.stage_graph(s));
+  const model::ProviderChoice cublaslt = model::ProviderChoice::every(graphs);
+  if (cublaslt.listed() == 0) return 0;
+  const model::ProviderChoice before = runner.providers();
+  runner.set_providers(cublaslt);
+  const std::vector<StageTrace> traces =
+      trace_again(runner, scenario, tracer, options, listener, "cuBLASLt linears", false);
+  runner.set_providers(before);
+  int measured = 0;
+  for (size_t s = 0; s < traces.size(); ++s) {
+    for (const model::OpProfile& op : traces[s].profile.ops) {
       if (!op.conv || op.conv->provider != "cublas") continue;
-      for (model::OpProfile& target : profile.stages[s].ops) {
-        if (target.index == op.index) {
-          target.conv_cublaslt = op.conv;
-          ++measured;
-        }
-      }
+      profiled_op(profile.stages[s], op.index).conv_cublaslt = op.conv;
+      ++measured;
     }
   }
-  runner.set_providers(before);
+  return measured;
+}
+
+int trace_pdl(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+              CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
+              const ProfileListener& listener) {
+  check_stages(runner, profile);
+  const bool before = runner.pdl();
+  runner.set_pdl(true);
+  const std::vector<StageTrace> traces =
+      trace_again(runner, scenario, tracer, options, listener, "PDL", true);
+  runner.set_pdl(before);
+  int measured = 0;
+  for (size_t s = 0; s < traces.size(); ++s) {
+    for (const model::OpProfile& op : traces[s].profile.ops) {
+      if (!op.conv || !op.conv->pdl_step_ns) continue;
+      model::OpProfile& target = profiled_op(profile.stages[s], op.index);
+      if (!target.conv || target.conv->provider != "ours") continue;
+      target.conv->pdl_step_ns = op.conv->pdl_step_ns;
+      ++measured;
+    }
+  }
   return measured;
 }
 
@@ -400,9 +448,11 @@ model::Profile run_profile(const ProfileOptions& options, const ProfileListener&
       BatchResult result = profile_batch(runner, scenario, tracer, options.batch, listener);
       const int cublaslt =
           trace_cublaslt(runner, scenario, tracer, options.batch, result.profile, listener);
-      note("batch " + std::to_string(batch) + ": " + std::to_string(cublaslt) +
-           " linear ops traced again on cuBLASLt (the all-conventional graph with cuBLASLt "
-           "linears)");
+      const int stepped =
+          trace_pdl(runner, scenario, tracer, options.batch, result.profile, listener);
+      note("batch " + std::to_string(batch) + ": the all-conventional graphs traced again, " +
+           std::to_string(cublaslt) + " linear ops on cuBLASLt, then our kernels with PDL (" +
+           std::to_string(stepped) + " ops' steps)");
       profile.batches.push_back(result.profile);
       model::write_profile(profile, options.out);
       if (!options.trace.empty() && batch == options.batches.front()) {

@@ -7,7 +7,8 @@
 // Still in the trace window, each op's kernel is launched alone, cold and warm (task_bench.h);
 // then, untraced, each op runs alone as a persistent region at several CTA counts (the task
 // benchmarks, task_bench.h). Last, the replays again with the linear ops on cuBLASLt, traced
-// (trace_cublaslt), so that the planner can choose either provider per op.
+// (trace_cublaslt), so that the planner can choose either provider per op, and with our kernels
+// launched with PDL (trace_pdl), so that the simulator knows what PDL overlaps.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +106,13 @@ BatchResult profile_batch(executor::ScenarioRunner& runner, const model::Scenari
 int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scenario,
                    CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
                    const ProfileListener& listener = {});
+
+// The same with our kernels launched with Programmatic Dependent Launch (the runner's setting
+// restored after): each op of ours that follows one of ours gets ConvKernel::pdl_step_ns in
+// `profile`, its end-to-end step there. Returns how many ops got one.
+int trace_pdl(executor::ScenarioRunner& runner, const model::Scenario& scenario,
+              CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
+              const ProfileListener& listener = {});
 
 // The whole sweep. Writes options.out after the micro-benchmarks and again after each batch, so
 // that a failure (no room for a batch, dropped records) keeps what was measured; at the end reads

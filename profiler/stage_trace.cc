@@ -68,7 +68,7 @@ TaggedKernels group_by_tag(const TraceWindow& window) {
 }
 
 StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<KernelRecord>>& eager,
-                     std::vector<std::vector<KernelRecord>> replays) {
+                     std::vector<std::vector<KernelRecord>> replays, bool pdl) {
   const std::string where = "stage " + stage.stage;
   const int op_count = static_cast<int>(stage.ops.size());
   if (static_cast<int>(eager.size()) != op_count) {
@@ -119,7 +119,7 @@ StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<Kernel
       }
       if (p > 0 && k.start_ns < replay[p - 1].end_ns) {
         const uint64_t overlap_ns = replay[p - 1].end_ns - k.start_ns;
-        if (overlap_ns > kOverlapToleranceNs) {
+        if (overlap_ns > kOverlapToleranceNs && !pdl) {
           throw Error(here + ": starts " + std::to_string(overlap_ns) +
                       " ns before the previous kernel ends; a stage graph captured from one "
                       "stream runs its kernels one after the other");
@@ -135,9 +135,15 @@ StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<Kernel
 
   out.profile.stage = stage.stage;
   for (int op = 0; op < op_count; ++op) {
-    std::vector<double> durations, gaps;
+    std::vector<double> durations, gaps, steps;
+    const bool stepped =
+        pdl && op > 0 && stage.ops[op].provider == "ours" && stage.ops[op - 1].provider == "ours";
     for (const std::vector<KernelRecord>& replay : replays) {
       durations.push_back(ns_between(replay[first[op]].start_ns, replay[last[op]].end_ns));
+      if (stepped) {
+        steps.push_back(
+            std::max(0.0, ns_between(replay[last[op - 1]].end_ns, replay[last[op]].end_ns)));
+      }
       if (op + 1 < op_count) {
         const double gap_ns = ns_between(replay[last[op]].end_ns, replay[first[op + 1]].start_ns);
         if (gap_ns < 0) ++out.clamped_gaps;
@@ -165,6 +171,7 @@ StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<Kernel
     k.provider = stage.ops[op].provider;
     k.duration_ns = model::compute_stats(durations, "ns");
     if (!gaps.empty()) k.gap_to_next_ns = model::compute_stats(gaps, "ns");
+    if (!steps.empty()) k.pdl_step_ns = model::compute_stats(steps, "ns");
     k.launch = expected[main_position].launch;
     o.conv = std::move(k);
     out.profile.ops.push_back(std::move(o));

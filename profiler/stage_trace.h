@@ -114,9 +114,11 @@ struct StageTrace {
 
 // Maps `replays` (each replay's kernels, any order) of a stage to its ops, from `eager` (op by
 // op, the kernels its eager launch ran). Throws megacut::Error on any mismatch (see the file
-// comment).
+// comment). With `pdl` the replays launched our kernels with Programmatic Dependent Launch: a
+// kernel may then start before the one it follows ends, and each op of ours after one of ours
+// gets ConvKernel::pdl_step_ns (the previous op's end to its end).
 StageTrace map_stage(const StageOps& stage, const std::vector<std::vector<KernelRecord>>& eager,
-                     std::vector<std::vector<KernelRecord>> replays);
+                     std::vector<std::vector<KernelRecord>> replays, bool pdl = false);
 
 // The iteration (replay index, the same in every stage) whose total span over the stages is the
 // median.

@@ -323,6 +323,10 @@ std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view sta
       if (ka->gap_to_next_ns && kb->gap_to_next_ns) {
         k.gap_to_next_ns = lerp(*ka->gap_to_next_ns, *kb->gap_to_next_ns, w);
       }
+      k.pdl_step_ns.reset();
+      if (ka->pdl_step_ns && kb->pdl_step_ns) {
+        k.pdl_step_ns = lerp(*ka->pdl_step_ns, *kb->pdl_step_ns, w);
+      }
       return k;
     };
     op.conv = mix(a->conv, b.conv);
@@ -518,7 +522,23 @@ TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundar
   return p50(early ? micro.kernel_gap_pdl_ns : micro.kernel_gap_ns);
 }
 
+std::optional<TimeNs> Simulator::pdl_step(StageState& s, int op, const model::Region& region) {
+  if (!options_.pdl || op == 0) return std::nullopt;
+  const model::ConvKernel& k = conv_kernel(s, op, region);
+  const model::ConvKernel* before = s.conv.at(op - 1);
+  if (k.provider != "ours" || !k.pdl_step_ns || before == nullptr || before->provider != "ours") {
+    return std::nullopt;
+  }
+  return mean(*k.pdl_step_ns);
+}
+
 TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
+  // With PDL and the profile's PDL trace, op + 1 adds its step from op's end to its own: the part
+  // beyond its duration is the boundary (none where it started early enough to hide more).
+  if (const std::optional<TimeNs> step = pdl_step(s, op + 1, region)) {
+    const TimeNs d = mean(conv_kernel(s, op + 1, region).duration_ns);
+    return std::max<TimeNs>(0, *step - d);
+  }
   // With PDL, a tile kernel of ours launches while the kernel before it drains: the boundary
   // costs what the PDL micro-benchmark measured, in place of the traced (plain) gap.
   if (options_.pdl && conv_kernel(s, op + 1, region).provider == "ours") {
@@ -539,7 +559,12 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
   TimeNs t = r.gap_ns;
   for (int op = r.region.begin; op < r.region.end; ++op) {
     const model::ConvKernel& k = conv_kernel(s, op, r.region);
-    const TimeNs d = mean(k.duration_ns);
+    TimeNs d = mean(k.duration_ns);
+    // After a kernel of the conventional graph, with PDL, what of the kernel's time its step
+    // leaves beyond the boundary (conv_gap): the rest ran while the kernel before it did.
+    if (op > r.region.begin || r.before == Boundary::after_conv) {
+      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region)) d = std::min(d, *step);
+    }
     r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
     // Which SMs a kernel occupies is the hardware's choice: count its CTAs on the first ones.

@@ -53,9 +53,11 @@ struct SimOptions {
   // extrapolation); the prediction says so. Without it, a missing batch is an error.
   bool allow_interpolate = false;
   // Our kernels (mk regions, tile kernels) launch with Programmatic Dependent Launch, as
-  // `megacut run --pdl` launches them: the boundary before each pays the PDL kernel gap of the
-  // micro-benchmarks; a boundary before a cuBLASLt kernel pays what it would without PDL (the
-  // traced gap, or the plain kernel gap).
+  // `megacut run --pdl` launches them: a kernel of ours after one of ours adds the step the
+  // profile's PDL trace measured (ConvKernel::pdl_step_ns: the previous end to its end, which
+  // counts what it overlapped), where the profile has it; else the boundary before each pays the
+  // PDL kernel gap of the micro-benchmarks. A boundary before a cuBLASLt kernel pays what it
+  // would without PDL (the traced gap, or the plain kernel gap).
   bool pdl = false;
   // Which kernel runs each linear and lm-head op of a conv region (model/linear_provider.h): by
   // policy, the profile's kernels in the all-conventional graph deciding `fastest` per op; or,
@@ -142,6 +144,9 @@ class Simulator {
                      model::Sequence which) const;
   // The gap from conventional op `op`'s kernel to op + 1's, both in `region`'s stage.
   TimeNs conv_gap(StageState& s, int op, const model::Region& region);
+  // With PDL, the step the profile's PDL trace measured from op - 1's end to op's end, where
+  // both run kernels of ours; none otherwise.
+  std::optional<TimeNs> pdl_step(StageState& s, int op, const model::Region& region);
   std::string where(const StageState& s, int op) const;
   void simulate_conv(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);

@@ -80,6 +80,24 @@ TEST(ProfileTest, StandaloneKernelTimesRoundTripAndMayBeAbsent) {
             "llama.json: field 'batches[0].stages[1].ops[3].conv.standalone_warm_ns.p50': missing");
 }
 
+// A kernel of ours may carry its step under PDL; a cuBLASLt kernel, never launched with PDL,
+// may not.
+TEST(ProfileTest, PdlStepsRoundTripAndAreOursOnly) {
+  model::Profile p = tiny();
+  model::ConvKernel& conv = *p.batches[0].stages[1].ops[3].conv;
+  EXPECT_FALSE(conv.pdl_step_ns.has_value());
+  conv.pdl_step_ns = model::compute_stats(std::vector<double>{700, 720, 710}, "ns");
+  const nlohmann::json j = model::profile_to_json(p);
+  EXPECT_TRUE(j["batches"][0]["stages"][1]["ops"][3]["conv"].contains("pdl_step_ns"));
+  EXPECT_TRUE(model::profile_from_json(j, "tiny.json").same_content(p));
+
+  nlohmann::json bad = j;
+  bad["batches"][0]["stages"][1]["ops"][3]["conv"]["provider"] = "cublas";
+  EXPECT_EQ(error_of(bad),
+            "llama.json: field 'batches[0].stages[1].ops[3].conv.pdl_step_ns': only our kernels "
+            "launch with PDL");
+}
+
 // The synthetic profile's task benchmarks carry a region startup; a profile without it reads
 // back without it, and one in a unit other than ns names the field.
 TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {

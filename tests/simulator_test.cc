@@ -108,6 +108,60 @@ TEST(SimulatorTest, RegionBoundariesPayLaunchGaps) {
             s.time_ns - 1000 + 1100);
 }
 
+// Every kernel of ours after one of ours gets a PDL step of `step_ns` (as the profile's PDL trace
+// records it).
+model::Profile with_pdl_steps(model::Profile p, double step_ns) {
+  for (model::BatchProfile& b : p.batches) {
+    for (model::StageProfile& s : b.stages) {
+      for (model::OpProfile& op : s.ops) {
+        if (op.index > 0) op.conv->pdl_step_ns = constant_stats(step_ns);
+      }
+    }
+  }
+  return p;
+}
+
+TEST(SimulatorTest, WithPdlAKernelAfterOneOfOursAddsItsMeasuredStep) {
+  // Steps of 0.7 µs (each 1 µs kernel started 0.3 µs before the one before it ended): the decode
+  // stage is 4 µs launch + 1 µs for the first kernel + 13 x 0.7 µs = 14.1 µs, however its conv
+  // ops are cut into regions; without PDL, 20.6 µs as before.
+  const model::Profile p = with_pdl_steps(uniform_conv(tiny(), 1000, 200), 700);
+  Simulator pdl(p, SimOptions{.pdl = true});
+  EXPECT_EQ(pdl.simulate(parse(pdl, "conv", 1), 1).decode_step_ns, 14100);
+  EXPECT_EQ(pdl.simulate(parse(pdl, "decode: conv[0:5] conv[5:]", 1), 1).decode_step_ns, 14100);
+  Simulator plain(p);
+  EXPECT_EQ(plain.simulate(parse(plain, "conv", 1), 1).decode_step_ns, 20600);
+  // Steps longer than the kernel: the rest is the boundary, 4 + 1 + 13 x 1.5 µs.
+  Simulator slow(with_pdl_steps(uniform_conv(tiny(), 1000, 200), 1500), SimOptions{.pdl = true});
+  const Prediction q = slow.simulate(parse(slow, "conv", 1), 1);
+  EXPECT_EQ(q.decode_step_ns, 24500);
+  EXPECT_EQ(q.stage("decode").regions[0]->kernels, 14);
+}
+
+TEST(SimulatorTest, APdlStepNeedsOurKernelsOnBothSides) {
+  // After an mk region the PDL micro-benchmark's gap applies (0.3 µs), not the step; and the
+  // lm-head on cuBLASLt (op 12 of the decode stage) is launched plainly: its own boundary is the
+  // traced 0.2 µs gap and its 1 µs; argmax after it has no step either, but launches early: the
+  // 0.3 µs PDL gap and its 1 µs.
+  model::Profile p = with_pdl_steps(uniform_conv(tiny(), 1000, 200), 700);
+  for (model::TaskBenchmark& t : op_of(p, 1, "decode", 4).tasks)
+    t.duration_ns = constant_stats(1000);
+  Simulator pdl(p, SimOptions{.pdl = true});
+  const Prediction mixed = pdl.simulate(parse(pdl, "decode: conv[0:4] mk[4:5] conv[5:]", 1), 1);
+  // conv[5:14] after the mk region: 0.3 µs + 1 µs + 8 x 0.7 µs = 6.9 µs.
+  EXPECT_EQ(mixed.stage("decode").regions[2]->time_ns, 6900);
+
+  model::OpProfile& head = op_of(p, 1, "decode", 12);
+  head.conv_cublaslt = *head.conv;
+  head.conv_cublaslt->provider = "cublas";
+  head.conv_cublaslt->pdl_step_ns.reset();
+  model::ProviderChoice choice;
+  choice.cublaslt_ops["decode"] = {12};
+  Simulator lt(p, SimOptions{.pdl = true, .provider_choice = choice});
+  // 4 + 1 + 11 x 0.7 (ops 1-11) + (0.2 + 1) (op 12) + (0.3 + 1) (op 13) = 15.2 µs.
+  EXPECT_EQ(lt.simulate(parse(lt, "conv", 1), 1).decode_step_ns, 15200);
+}
+
 TEST(SimulatorTest, ConventionalRegionAddsMeans) {
   // Op 5's kernel usually takes 1 µs but now and then much longer: p50 1 µs, mean 1.3 µs; the
   // gap after op 7 likewise, p50 0.2 µs, mean 0.5 µs. A stage of many such terms adds their

@@ -97,6 +97,36 @@ TEST(StageTraceTest, MapsKernelsToOpsByPosition) {
   EXPECT_EQ(t.profile.ops[1].kind, "linear");
 }
 
+// With PDL a kernel of ours starts before the one it follows ends: accepted only when the
+// replays say so, and each op of ours after one of ours gets its end-to-end step.
+TEST(StageTraceTest, PdlReplaysOverlapAndGiveEachOpItsStep) {
+  const StageOps ops{"decode",
+                     {{"norm", "rmsnorm", "ours"},
+                      {"proj", "linear", "ours"},
+                      {"head", "lm-head", "cublas"},
+                      {"argmax", "argmax", "ours"}}};
+  const std::vector<std::vector<KernelRecord>> eager = {{kernel("norm_kernel", 10, 20)},
+                                                        {kernel("proj_kernel", 30, 40)},
+                                                        {kernel("gemm", 50, 60)},
+                                                        {kernel("argmax_kernel", 70, 80)}};
+  // Replay r, from its start: norm 0-3000 ns, proj from 1000 (2 µs before norm ends) to
+  // 3700 + r, the head 3800-4600, argmax 4000-4900.
+  auto replay = [](uint64_t r) {
+    const uint64_t t0 = 100000 * (r + 1);
+    return std::vector<KernelRecord>{
+        kernel("norm_kernel", t0, t0 + 3000), kernel("proj_kernel", t0 + 1000, t0 + 3700 + r),
+        kernel("gemm", t0 + 3800, t0 + 4600), kernel("argmax_kernel", t0 + 4000, t0 + 4900)};
+  };
+  EXPECT_THROW(profiler::map_stage(ops, eager, {replay(0)}), Error);
+  const profiler::StageTrace t =
+      profiler::map_stage(ops, eager, {replay(0), replay(1), replay(2)}, /*pdl=*/true);
+  EXPECT_FALSE(t.profile.ops[0].conv->pdl_step_ns.has_value());  // the stage's first op
+  ASSERT_TRUE(t.profile.ops[1].conv->pdl_step_ns.has_value());
+  EXPECT_DOUBLE_EQ(t.profile.ops[1].conv->pdl_step_ns->p50, 701);  // 700 + r, r = 0, 1, 2
+  EXPECT_FALSE(t.profile.ops[2].conv->pdl_step_ns.has_value());    // cuBLASLt's
+  EXPECT_FALSE(t.profile.ops[3].conv->pdl_step_ns.has_value());    // after cuBLASLt's
+}
+
 TEST(StageTraceTest, CountMismatchIsAnError) {
   std::vector<KernelRecord> short_replay = replay(1);
   short_replay.pop_back();
@@ -400,6 +430,13 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
             "batch " + std::to_string(b.batch) + " " + s.stage + " " + op.name;
         ASSERT_TRUE(op.conv.has_value()) << where;
         EXPECT_EQ(op.conv->provider, "ours") << where;
+        // Every op but the stage's first has its step under PDL, traced as often.
+        if (op.index > 0) {
+          ASSERT_TRUE(op.conv->pdl_step_ns.has_value()) << where;
+          EXPECT_EQ(op.conv->pdl_step_ns->count, options.batch.runs) << where;
+        } else {
+          EXPECT_FALSE(op.conv->pdl_step_ns.has_value()) << where;
+        }
         if (!model::cublaslt_can_run(op.kind)) {
           EXPECT_FALSE(op.conv_cublaslt.has_value()) << where;
           continue;
