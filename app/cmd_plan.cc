@@ -131,8 +131,10 @@ void print_batch(const planner::Plan& plan, const planner::BatchPlan& b) {
         model::percent_text(plan.min_gain).c_str(), min_gain_figure(plan.objective));
   }
   if (b.pdl) std::printf("  launch: with Programmatic Dependent Launch (megacut run --pdl)\n");
-  if (!b.providers.all_ours()) {
-    std::printf("  linear providers in conv regions: %s\n", b.providers.describe().c_str());
+  const model::ProviderChoice runs =
+      b.providers.in_conv_regions(planner::settled(b, plan.min_gain, plan.objective).composition);
+  if (!runs.all_ours()) {
+    std::printf("  linear providers in conv regions: %s\n", runs.describe().c_str());
   }
 }
 

@@ -133,7 +133,8 @@ void run(const RunCommandOptions& o) {
   if (planned.pdl && !o.pdl) {
     std::printf("the plan launches this batch with Programmatic Dependent Launch (as --pdl)\n");
   }
-  model::ProviderChoice providers = planned.providers;
+  // Of the plan's choice, the ops in this composition's conv regions (mk regions run ours).
+  model::ProviderChoice providers = planned.providers.in_conv_regions(planned.composition);
   if (!o.provider.empty()) {
     providers = model::ProviderChoice::uniform(
         o.provider == "cublaslt" ? model::LinearProvider::cublaslt : model::LinearProvider::ours);

@@ -162,7 +162,10 @@ struct ScenarioRunner::Impl {
     for (const model::Stage& stage : scenario.stages) {
       stages.push_back(std::make_unique<Stage>(model::build_graph(model, scenario, stage.name)));
     }
-    for (const auto& stage : stages) host.check(stage->graph);
+    for (const auto& stage : stages) {
+      host.check(stage->graph);
+      options.providers.check(stage->graph);
+    }
     kv_capacity = scenario.prompt_len + std::max(1, options.decode_steps);
     for (const model::Stage& stage : scenario.stages) {
       kv_capacity = std::max(kv_capacity, stage.past_len + stage.seq_len);
@@ -525,8 +528,9 @@ bool ScenarioRunner::pdl() const { return impl_->options.pdl; }
 void ScenarioRunner::set_providers(model::ProviderChoice providers) {
   Impl& m = *impl_;
   CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  for (const auto& stage : m.stages) providers.check(stage->graph);
+  if (!providers.all_ours() && !m.context) m.context = std::make_unique<KernelContext>();
   m.options.providers = std::move(providers);
-  if (!m.options.providers.all_ours() && !m.context) m.context = std::make_unique<KernelContext>();
   m.forget_launchers();
 }
 

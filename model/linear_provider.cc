@@ -90,6 +90,23 @@ ProviderChoice ProviderChoice::in_conv_regions(const Composition& composition) c
   return out;
 }
 
+void ProviderChoice::check(const Graph& graph) const {
+  const auto listed = cublaslt_ops.find(graph.stage());
+  if (listed == cublaslt_ops.end()) return;
+  for (int op : listed->second) {
+    if (op < 0 || op >= graph.op_count()) {
+      throw Error("linear providers: stage " + graph.stage() + " has no op " + std::to_string(op) +
+                  " (" + std::to_string(graph.op_count()) + " ops)");
+    }
+    const Op& o = graph.op(op);
+    if (!cublaslt_can_run(o.kind->name())) {
+      throw Error("linear providers: op " + std::to_string(op) + " of stage " + graph.stage() +
+                  " (" + o.name + ", " + std::string(o.kind->name()) +
+                  ") cannot run on cuBLASLt: only linear and lm-head ops can");
+    }
+  }
+}
+
 std::string ProviderChoice::describe() const {
   if (all_cublaslt) return "cublaslt";
   if (cublaslt_ops.empty()) return "ours";
@@ -121,7 +138,8 @@ ProviderChoice provider_choice_from(const JsonField& field, const std::vector<St
     return c;
   }
   field.object();
-  for (const auto& [stage, value] : field.value().items()) {
+  for (const auto& item : field.value().items()) {
+    const std::string stage = item.key();
     const JsonField ops = field.at(stage);
     const auto shape = std::find_if(shapes.begin(), shapes.end(),
                                     [&](const StageShape& s) { return s.name == stage; });

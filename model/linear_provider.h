@@ -29,8 +29,9 @@ std::string_view provider_name(LinearProvider provider);  // "ours" or "cublaslt
 bool cublaslt_can_run(std::string_view op_kind);
 
 // How a prediction or a plan chooses each op's provider: all ours, every op that can on
-// cuBLASLt, or per op the faster of the two as the profile measured them (its kernel's mean
-// duration in the all-conventional graph).
+// cuBLASLt, or per op the faster of the two as the profile measured them: its kernel's mean
+// duration in the all-conventional graph, or with PDL what it adds between kernels of ours
+// (simulator::Simulator::fastest_cost).
 enum class ProviderPolicy { ours, cublaslt, fastest };
 inline constexpr std::array<ProviderPolicy, 3> kProviderPolicies = {
     ProviderPolicy::ours, ProviderPolicy::cublaslt, ProviderPolicy::fastest};
@@ -58,6 +59,9 @@ struct ProviderChoice {
   // The listed ops that sit in conv regions of `composition` (all_cublaslt stays so): two
   // listed choices that run a composition the same way give equal ones.
   ProviderChoice in_conv_regions(const Composition& composition) const;
+  // Throws an Error naming the op unless every op listed for `graph`'s stage is one of its ops
+  // that cuBLASLt can run.
+  void check(const Graph& graph) const;
   // "ours", "cublaslt", or "cublaslt for 12 ops (prefill 6, decode 6), ours otherwise".
   std::string describe() const;
   friend bool operator==(const ProviderChoice&, const ProviderChoice&) = default;

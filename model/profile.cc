@@ -93,6 +93,7 @@ json conv_to_json(const ConvKernel& k) {
                {"launch", launch_to_json(k.launch)}};
   if (k.gap_to_next_ns) conv["gap_to_next_ns"] = model::stats_to_json(*k.gap_to_next_ns);
   if (k.pdl_step_ns) conv["pdl_step_ns"] = model::stats_to_json(*k.pdl_step_ns);
+  if (k.gap_before_ns) conv["gap_before_ns"] = model::stats_to_json(*k.gap_before_ns);
   if (k.standalone_cold_ns)
     conv["standalone_cold_ns"] = model::stats_to_json(*k.standalone_cold_ns);
   if (k.standalone_warm_ns)
@@ -116,6 +117,10 @@ ConvKernel conv_from(const Node& c) {
   if (c.has("pdl_step_ns")) {
     k.pdl_step_ns = duration_from(c.at("pdl_step_ns"), Duration::gap);
     if (k.provider != "ours") c.at("pdl_step_ns").fail("only our kernels launch with PDL");
+  }
+  if (c.has("gap_before_ns")) {
+    k.gap_before_ns = duration_from(c.at("gap_before_ns"), Duration::gap);
+    if (k.provider != "cublas") c.at("gap_before_ns").fail("only a cuBLASLt kernel has one");
   }
   k.launch = launch_from(c.at("launch"));
   if (c.has("standalone_cold_ns"))

@@ -112,6 +112,10 @@ struct ConvKernel {
   // (CUPTI), what the op adds to the stage there. Only for our kernels that follow one of ours;
   // absent in profiles that predate it.
   std::optional<LatencyStats> pdl_step_ns;
+  // A cuBLASLt kernel's (OpProfile::conv_cublaslt): the previous op's end to its start in the
+  // graph with cuBLASLt linears, the boundary before it. Absent for the stage's first op and in
+  // profiles that predate it.
+  std::optional<LatencyStats> gap_before_ns;
   LaunchConfig launch;
   // The op's kernel(s) launched alone, outside the graph (CUPTI: first kernel start to last
   // kernel end): right after an L2 flush, and right after a launch of itself. For reports and

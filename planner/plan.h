@@ -89,8 +89,10 @@ struct BatchPlan {
   // Every prediction of this batch assumes our kernels launch with Programmatic Dependent Launch
   // (megacut run --pdl).
   bool pdl = false;
-  // Which ops of conv regions run on cuBLASLt at this batch, as the plan's linear provider policy
-  // chose them from the profile (Simulator::provider_choice).
+  // Which linear ops run on cuBLASLt at this batch where they sit in a conv region, as the plan's
+  // linear provider policy chose them from the profile (Simulator::provider_choice): every
+  // stage's, whatever the composition; a composition runs those of its conv regions
+  // (ProviderChoice::in_conv_regions).
   model::ProviderChoice providers;
 
   const Evaluated& best() const { return ranked.front(); }
@@ -181,9 +183,9 @@ std::vector<double> coverage_floors(int top_k);
 // JSON form. A batch's chosen composition, the one it settles on (settled, with the plan's
 // min_gain), is at batches[i].composition (where batches[i].batch is the batch size), in
 // model::composition_to_json form, with its canonical text beside it at batches[i].text and
-// whether it launches with PDL at batches[i].pdl, and the ops its conv regions run on cuBLASLt at
-// batches[i].linear_providers (model::provider_choice_to_json); the ranked list is at
-// batches[i].ranked.
+// whether it launches with PDL at batches[i].pdl, and the linear ops the batch runs on cuBLASLt
+// where a conv region holds them at batches[i].linear_providers (BatchPlan::providers, in
+// model::provider_choice_to_json form); the ranked list is at batches[i].ranked.
 nlohmann::json plan_to_json(const Plan& plan);
 // Validates and reads a plan; `file` names the source in errors.
 Plan plan_from_json(const nlohmann::json& json, std::string_view file);
@@ -191,7 +193,7 @@ Plan plan_from_json(const nlohmann::json& json, std::string_view file);
 struct PlannedRun {
   model::Composition composition;
   bool pdl = false;
-  model::ProviderChoice providers;
+  model::ProviderChoice providers;  // BatchPlan::providers: run those in conv regions
 };
 // The chosen run for `batch`, its composition checked against the stages it will run on.
 PlannedRun plan_composition(const nlohmann::json& plan, int64_t batch,

@@ -303,37 +303,49 @@ std::vector<StageTrace> trace_again(executor::ScenarioRunner& runner,
   const std::string where = "batch " + std::to_string(scenario.batch) + ", " + how;
   const int iterations = options.warmup + options.runs;
   for (int s = 0; s < runner.stage_count(); ++s) runner.capture(s);
-  const TaggedKernels tagged = tracer.trace(where, [&] {
-    for (int s = 0; s < runner.stage_count(); ++s) {
-      NvtxRange stage_range(scenario.stages[s].name + " (" + where + ", eager)");
-      for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
-        NvtxRange op_range(ops[s].ops[op].name);
-        CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
-        runner.launch_op(s, op);
-      }
-    }
-    runner.synchronize();
-    for (int it = 0; it < iterations; ++it) {
-      for (int s = 0; s < runner.stage_count(); ++s) {
-        NvtxRange range(scenario.stages[s].name + " replay (" + how + ")");
-        CuptiTracer::Scope tag(Tag{TagKind::replay, s, it});
-        runner.time_replay_ms(s);
-      }
-      if (listener.progress) listener.progress("traced replays, " + how, it + 1, iterations);
-    }
-    runner.synchronize();
-  });
+  TraceWindow window;
+  const TaggedKernels tagged = tracer.trace(
+      where,
+      [&] {
+        for (int s = 0; s < runner.stage_count(); ++s) {
+          NvtxRange stage_range(scenario.stages[s].name + " (" + where + ", eager)");
+          for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
+            NvtxRange op_range(ops[s].ops[op].name);
+            CuptiTracer::Scope tag(Tag{TagKind::op, s, op});
+            runner.launch_op(s, op);
+          }
+        }
+        runner.synchronize();
+        for (int it = 0; it < iterations; ++it) {
+          for (int s = 0; s < runner.stage_count(); ++s) {
+            NvtxRange range(scenario.stages[s].name + " replay (" + how + ")");
+            CuptiTracer::Scope tag(Tag{TagKind::replay, s, it});
+            runner.time_replay_ms(s);
+          }
+          if (listener.progress) listener.progress("traced replays, " + how, it + 1, iterations);
+        }
+        runner.synchronize();
+      },
+      &window);
   std::vector<StageTrace> traces;
+  size_t mapped = 0;
   for (int s = 0; s < runner.stage_count(); ++s) {
     std::vector<std::vector<KernelRecord>> eager, warmup, timed;
     for (int op = 0; op < static_cast<int>(ops[s].ops.size()); ++op) {
       eager.push_back(tagged.of(Tag{TagKind::op, s, op}));
+      mapped += eager.back().size();
     }
     for (int it = 0; it < iterations; ++it) {
       (it < options.warmup ? warmup : timed).push_back(tagged.of(Tag{TagKind::replay, s, it}));
+      mapped += tagged.of(Tag{TagKind::replay, s, it}).size();
     }
     if (!warmup.empty()) map_stage(ops[s], eager, std::move(warmup), pdl);
     traces.push_back(map_stage(ops[s], eager, std::move(timed), pdl));
+  }
+  if (mapped != window.kernels.size()) {
+    throw Error(where + ": " + std::to_string(window.kernels.size()) +
+                " kernel records, of which " + std::to_string(mapped) +
+                " belong to the profiler's launches");
   }
   return traces;
 }
@@ -345,6 +357,32 @@ model::OpProfile& profiled_op(model::StageProfile& stage, int index) {
   }
   throw Error("profile: stage " + stage.stage + " has no op " + std::to_string(index));
 }
+
+// The runner's providers and PDL setting while it lives, put back when it goes (however the
+// trace ends).
+class RunnerSettings {
+ public:
+  RunnerSettings(executor::ScenarioRunner& runner, model::ProviderChoice providers, bool pdl)
+      : runner_(runner), providers_(runner.providers()), pdl_(runner.pdl()) {
+    runner_.set_providers(std::move(providers));
+    runner_.set_pdl(pdl);
+  }
+  ~RunnerSettings() {
+    try {
+      runner_.set_providers(providers_);
+      runner_.set_pdl(pdl_);
+    } catch (...) {
+      // Already unwinding from the trace's own error, or the device is gone: that error says why.
+    }
+  }
+  RunnerSettings(const RunnerSettings&) = delete;
+  RunnerSettings& operator=(const RunnerSettings&) = delete;
+
+ private:
+  executor::ScenarioRunner& runner_;
+  model::ProviderChoice providers_;
+  bool pdl_;
+};
 
 void check_stages(const executor::ScenarioRunner& runner, const model::BatchProfile& profile) {
   if (profile.stages.size() != static_cast<size_t>(runner.stage_count())) {
@@ -363,16 +401,20 @@ int trace_cublaslt(executor::ScenarioRunner& runner, const model::Scenario& scen
   for (int s = 0; s < runner.stage_count(); ++s) graphs.push_back(&runner.stage_graph(s));
   const model::ProviderChoice cublaslt = model::ProviderChoice::every(graphs);
   if (cublaslt.listed() == 0) return 0;
-  const model::ProviderChoice before = runner.providers();
-  runner.set_providers(cublaslt);
-  const std::vector<StageTrace> traces =
-      trace_again(runner, scenario, tracer, options, listener, "cuBLASLt linears", false);
-  runner.set_providers(before);
+  std::vector<StageTrace> traces;
+  {
+    const RunnerSettings settings(runner, cublaslt, /*pdl=*/false);
+    traces = trace_again(runner, scenario, tracer, options, listener, "cuBLASLt linears", false);
+  }
   int measured = 0;
   for (size_t s = 0; s < traces.size(); ++s) {
-    for (const model::OpProfile& op : traces[s].profile.ops) {
+    const model::StageProfile& traced = traces[s].profile;
+    for (size_t i = 0; i < traced.ops.size(); ++i) {
+      const model::OpProfile& op = traced.ops[i];
       if (!op.conv || op.conv->provider != "cublas") continue;
-      profiled_op(profile.stages[s], op.index).conv_cublaslt = op.conv;
+      model::ConvKernel k = *op.conv;
+      if (i > 0 && traced.ops[i - 1].conv) k.gap_before_ns = traced.ops[i - 1].conv->gap_to_next_ns;
+      profiled_op(profile.stages[s], op.index).conv_cublaslt = std::move(k);
       ++measured;
     }
   }
@@ -383,11 +425,11 @@ int trace_pdl(executor::ScenarioRunner& runner, const model::Scenario& scenario,
               CuptiTracer& tracer, const BatchOptions& options, model::BatchProfile& profile,
               const ProfileListener& listener) {
   check_stages(runner, profile);
-  const bool before = runner.pdl();
-  runner.set_pdl(true);
-  const std::vector<StageTrace> traces =
-      trace_again(runner, scenario, tracer, options, listener, "PDL", true);
-  runner.set_pdl(before);
+  std::vector<StageTrace> traces;
+  {
+    const RunnerSettings settings(runner, model::ProviderChoice{}, /*pdl=*/true);
+    traces = trace_again(runner, scenario, tracer, options, listener, "PDL", true);
+  }
   int measured = 0;
   for (size_t s = 0; s < traces.size(); ++s) {
     for (const model::OpProfile& op : traces[s].profile.ops) {

@@ -283,6 +283,7 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   s->task_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
+  if (options_.provider_choice) options_.provider_choice->check(g);
   s->conv.resize(g.op_count());
   for (int op = 0; op < g.op_count(); ++op) s->conv[op] = chosen_kernel(*s, op);
   return *stages_.emplace(key, std::move(s)).first->second;
@@ -326,6 +327,10 @@ std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view sta
       k.pdl_step_ns.reset();
       if (ka->pdl_step_ns && kb->pdl_step_ns) {
         k.pdl_step_ns = lerp(*ka->pdl_step_ns, *kb->pdl_step_ns, w);
+      }
+      k.gap_before_ns.reset();
+      if (ka->gap_before_ns && kb->gap_before_ns) {
+        k.gap_before_ns = lerp(*ka->gap_before_ns, *kb->gap_before_ns, w);
       }
       return k;
     };
@@ -375,9 +380,26 @@ const model::ConvKernel* Simulator::chosen_kernel(const StageState& s, int op) c
     const model::ConvKernel* ours = measured(model::LinearProvider::ours);
     const model::ConvKernel* cublaslt = measured(model::LinearProvider::cublaslt);
     if (ours == nullptr || cublaslt == nullptr) return ours != nullptr ? ours : cublaslt;
-    return cublaslt->duration_ns.mean < ours->duration_ns.mean ? cublaslt : ours;
+    return fastest_cost(s, op, *cublaslt) < fastest_cost(s, op, *ours) ? cublaslt : ours;
   }
   return measured(want);
+}
+
+double Simulator::fastest_cost(const StageState& s, int op, const model::ConvKernel& k) const {
+  const double d = k.duration_ns.mean;
+  if (!options_.pdl) return d;
+  // With PDL, what the op adds with this kernel between our kernels on either side (those the
+  // profile's graphs ran around it): ours its PDL step, where measured; cuBLASLt's, launched
+  // plainly, its duration and the boundary before it, and the step the next kernel of ours then
+  // loses (it pays the PDL gap and all of its duration instead).
+  const double pdl_gap = p50(profile_.micro.kernel_gap_pdl_ns);
+  if (k.provider == "ours") return k.pdl_step_ns ? k.pdl_step_ns->mean : d + pdl_gap;
+  double cost = d + (k.gap_before_ns ? k.gap_before_ns->mean : p50(profile_.micro.kernel_gap_ns));
+  const model::OpProfile* next = s.profile->op(op + 1);
+  if (next != nullptr && next->conv && next->conv->provider == "ours" && next->conv->pdl_step_ns) {
+    cost += std::max(0.0, next->conv->duration_ns.mean + pdl_gap - next->conv->pdl_step_ns->mean);
+  }
+  return cost;
 }
 
 const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
@@ -385,11 +407,18 @@ const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
   const model::ConvKernel* k = s.conv.at(op);
   if (k != nullptr) return *k;
   const model::OpProfile* p = s.profile->op(op);
-  if (p != nullptr && (p->conv || p->conv_cublaslt)) {
-    throw Error(where(s, op) + ": no kernel measured for its linear provider (" +
-                (options_.provider_choice
-                     ? options_.provider_choice->describe()
-                     : std::string(model::policy_name(options_.linear_provider))) +
+  const std::string provider = options_.provider_choice
+                                   ? options_.provider_choice->describe()
+                                   : std::string(model::policy_name(options_.linear_provider));
+  if (p != nullptr && p->conv && p->conv->provider == "cublas") {
+    throw Error(
+        where(s, op) + ": the profile measured it on cuBLASLt only (a profile made with " +
+        "the former `megacut profile --provider cublaslt`), not with its linear provider (" +
+        provider + "), needed by " + region_text(region) +
+        ": predict it with --provider cublaslt, or profile the model again");
+  }
+  if (p != nullptr && p->conv) {
+    throw Error(where(s, op) + ": no kernel measured for its linear provider (" + provider +
                 "), needed by " + region_text(region) +
                 "; profiles made before cuBLASLt's kernels were measured beside ours have ours "
                 "only: profile the model again");
@@ -543,6 +572,10 @@ TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
   // costs what the PDL micro-benchmark measured, in place of the traced (plain) gap.
   if (options_.pdl && conv_kernel(s, op + 1, region).provider == "ours") {
     return p50(profile_.micro.kernel_gap_pdl_ns);
+  }
+  // Before a cuBLASLt kernel, the boundary the graph with cuBLASLt linears measured before it.
+  if (const model::ConvKernel& next = conv_kernel(s, op + 1, region); next.gap_before_ns) {
+    return mean(*next.gap_before_ns);
   }
   // Otherwise the same kernel boundary as in the conventional graph.
   const model::ConvKernel& k = conv_kernel(s, op, region);

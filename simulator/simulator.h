@@ -139,6 +139,9 @@ class Simulator {
   // The kernel the options choose for op `op` of the stage; null where the profile did not
   // measure it (conv_kernel says why when a region needs it).
   const model::ConvKernel* chosen_kernel(const StageState& s, int op) const;
+  // What op `op` adds to its stage with kernel `k`, as ProviderPolicy::fastest compares them:
+  // its mean duration, or with PDL (options_.pdl) its part between kernels of ours.
+  double fastest_cost(const StageState& s, int op, const model::ConvKernel& k) const;
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
   TimeNs sequence_ns(const Prediction& p, const model::Scenario& scenario,
                      model::Sequence which) const;

@@ -130,6 +130,25 @@ TEST(ProviderChoiceTest, JsonRoundTripsAndNamesTheFieldOnError) {
             std::string::npos);
 }
 
+TEST(ProviderChoiceTest, CheckRefusesOpsCublasLtCannotRun) {
+  const TinyGraphs g(1);
+  const Graph& prefill = *g.graphs.front();
+  ProviderChoice choice = ProviderChoice::every(g.graphs);
+  for (const Graph* graph : g.graphs) EXPECT_NO_THROW(choice.check(*graph));
+  choice.cublaslt_ops["prefill"].insert(choice.cublaslt_ops["prefill"].begin(), 0);  // embed
+  try {
+    choice.check(prefill);
+    FAIL() << "the embedding was accepted on cuBLASLt";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "linear providers: op 0 of stage prefill (embed, embedding) cannot run on "
+                 "cuBLASLt: only linear and lm-head ops can");
+  }
+  // The simulator refuses such a choice before it predicts anything.
+  simulator::Simulator sim(tiny(0.5), simulator::SimOptions{.provider_choice = choice});
+  EXPECT_THROW(sim.simulate(parse_composition("mk", g.shapes), 1), Error);
+}
+
 TEST(ProviderChoiceTest, PolicyNamesParseAndBadOnesAreNamed) {
   for (ProviderPolicy p : kProviderPolicies) EXPECT_EQ(parse_policy(policy_name(p), "--x"), p);
   try {
@@ -219,6 +238,59 @@ TEST(SimulatorProvidersTest, FastestDecidesOpByOp) {
   EXPECT_TRUE(sim.provider_choice(2).all_ours());
 }
 
+TEST(SimulatorProvidersTest, WithPdlFastestCountsWhatEachKernelAddsBetweenOurs) {
+  // cuBLASLt's kernels 10% shorter, but ours, launched with PDL, add half their duration after
+  // one of ours: plainly every linear goes to cuBLASLt, with PDL none does.
+  Profile p = tiny(0.9);
+  for (BatchProfile& b : p.batches) {
+    for (StageProfile& s : b.stages) {
+      for (OpProfile& op : s.ops) {
+        if (op.index > 0) op.conv->pdl_step_ns = constant_stats(op.conv->duration_ns.mean / 2);
+      }
+    }
+  }
+  const TinyGraphs g(1);
+  Simulator plain(p, SimOptions{.linear_provider = ProviderPolicy::fastest});
+  EXPECT_EQ(plain.provider_choice(1), ProviderChoice::every(g.graphs));
+  Simulator pdl(p, SimOptions{.pdl = true, .linear_provider = ProviderPolicy::fastest});
+  EXPECT_TRUE(pdl.provider_choice(1).all_ours());
+  // And the choice is the faster run: all ours with PDL beats all cuBLASLt with PDL.
+  const Composition conv = parse_composition("conv", g.shapes);
+  Simulator all_lt(p, SimOptions{.pdl = true, .linear_provider = ProviderPolicy::cublaslt});
+  EXPECT_LT(pdl.simulate(conv, 1).ttfo_ns, all_lt.simulate(conv, 1).ttfo_ns);
+}
+
+TEST(SimulatorProvidersTest, ACublasLtKernelPaysTheBoundaryMeasuredBeforeIt) {
+  // The prefill's first linear on cuBLASLt, 5 µs measured before it in the graph with cuBLASLt
+  // linears: its boundary grows from the traced gap of the all-ours graph by the difference.
+  Profile p = tiny(0.5);
+  const TinyGraphs g(1);
+  const int op = gemm_ops(*g.graphs.front()).front();
+  double before_ns = 0;
+  for (BatchProfile& b : p.batches) {
+    for (StageProfile& s : b.stages) {
+      if (s.stage != "prefill") continue;
+      for (OpProfile& o : s.ops) {
+        if (o.index == op - 1) before_ns = o.conv->gap_to_next_ns->mean;
+        if (o.index == op) o.conv_cublaslt->gap_before_ns = constant_stats(5000);
+      }
+    }
+  }
+  ProviderChoice one;
+  one.cublaslt_ops["prefill"] = {op};
+  Simulator without(tiny(0.5), SimOptions{.provider_choice = one});
+  Simulator with(p, SimOptions{.provider_choice = one});
+  const Composition conv = parse_composition("conv", g.shapes);
+  EXPECT_EQ(with.simulate(conv, 1).ttfo_ns - without.simulate(conv, 1).ttfo_ns,
+            5000 - static_cast<TimeNs>(before_ns));
+  // Only a cuBLASLt kernel has one.
+  nlohmann::json j = profile_to_json(p);
+  for (nlohmann::json& o : j["batches"][0]["stages"][0]["ops"]) {
+    if (o["index"] == op) o["conv"]["gap_before_ns"] = o["conv_cublaslt"]["gap_before_ns"];
+  }
+  EXPECT_THROW(profile_from_json(j, "p.json"), Error);
+}
+
 TEST(SimulatorProvidersTest, AnExplicitChoiceOverridesThePolicy) {
   const TinyGraphs g(1);
   ProviderChoice one;
@@ -248,6 +320,31 @@ TEST(SimulatorProvidersTest, AProviderTheProfileDidNotMeasureIsAnErrorOnlyWhereN
   }
   // An mk region runs our bodies: nothing is missing.
   EXPECT_GT(sim.simulate(parse_composition("mk", g.shapes), 1).decode_step_ns, 0);
+}
+
+TEST(SimulatorProvidersTest, AProfileOfCublasLtOnlyIsPredictedOnCublasLtAndSaysSo) {
+  // As the former `megacut profile --provider cublaslt` wrote them: the linears' conv kernels
+  // cuBLASLt's, no kernel of ours beside them.
+  Profile p = tiny(0);
+  for (BatchProfile& b : p.batches) {
+    for (StageProfile& s : b.stages) {
+      for (OpProfile& op : s.ops) {
+        if (cublaslt_can_run(op.kind)) op.conv->provider = "cublas";
+      }
+    }
+  }
+  const TinyGraphs g(1);
+  Simulator fastest(p, SimOptions{.linear_provider = ProviderPolicy::fastest});
+  EXPECT_EQ(fastest.provider_choice(1), ProviderChoice::every(g.graphs));
+  Simulator ours(p);
+  try {
+    ours.simulate(parse_composition("conv", g.shapes), 1);
+    FAIL() << "ours predicted from cuBLASLt's kernels";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the profile measured it on cuBLASLt only"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SimulatorProvidersTest, InterpolatedBatchesChooseFromInterpolatedKernels) {

@@ -43,12 +43,13 @@ void write_outputs(const Validation& v, const fs::path& dir) {
   model::write_text_file(dir / "validation.md", validation_markdown(v));
 }
 
-// Whether the profile measured cuBLASLt's kernels beside ours.
+// Whether the profile measured cuBLASLt's kernels: beside ours, or in place of them (a profile of
+// the former `megacut profile --provider cublaslt`).
 bool has_cublaslt_kernels(const model::Profile& profile) {
   for (const model::BatchProfile& b : profile.batches) {
     for (const model::StageProfile& s : b.stages) {
       for (const model::OpProfile& op : s.ops) {
-        if (op.conv_cublaslt) return true;
+        if (op.conv_cublaslt || (op.conv && op.conv->provider == "cublas")) return true;
       }
     }
   }
