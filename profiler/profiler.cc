@@ -1,3 +1,5 @@
+// The profile sweep (profiler.h says what is measured, and how): each batch's replays, traces
+// and task benchmarks, then its graphs again on cuBLASLt's linears and with PDL.
 #include "profiler/profiler.h"
 
 #include <cuda_runtime_api.h>
