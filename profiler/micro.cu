@@ -337,6 +337,7 @@ struct PlainChain {
   double duration_ns = 0;   // a chain kernel's, p50
   double inner_gap_ns = 0;  // last store to the next kernel's first instruction, p50
   int clamped_gaps = 0;     // CUPTI overlaps within kOverlapToleranceNs, counted as gaps of 0
+  std::string clocks_note;  // how the clocks compare, for MicroResult::notes
 };
 
 // Plain chain. Graph launch: untraced events around cudaGraphLaunch less the traced CUPTI span
@@ -383,13 +384,13 @@ PlainChain plain_chain(const LaunchRecords& r, u64 tick_ns, MicroResult& out) {
   const double slack_ns = std::max(1000.0, 2.0 * static_cast<double>(tick_ns));
   chain.clocks_agree = entry_offset > -slack_ns && entry_offset < 10000 &&
                        exit_offset > -slack_ns && exit_offset < 10000;
-  out.notes.push_back(
+  chain.clocks_note =
       "clocks: first %globaltimer read " + ns_text(entry_offset) + " after the CUPTI start, last " +
       ns_text(exit_offset) + " before the CUPTI end (p50s): " +
       (chain.clocks_agree ? "CUPTI and %globaltimer agree"
                           : "the clocks are offset, so they are not compared directly") +
       "; a chain kernel spends " + ns_text(median(outside_ns)) +
-      " outside its instructions (start to first, last to end)");
+      " outside its instructions (start to first, last to end)";
   chain.duration_ns = median(durations_ns);
   chain.inner_gap_ns = median(inner_gaps);
   return chain;
@@ -462,9 +463,9 @@ void region_launch_and_drain(const LaunchRecords& r, int ctas, int per_sm, bool 
       "; " + std::to_string(negatives) + " samples below zero counted as 0");
 }
 
-// Counter ping-pong, untraced: %globaltimer on one SM only.
-void counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t stream,
-                            MicroResult& out) {
+// Counter ping-pong, untraced: %globaltimer on one SM only. Returns its note.
+std::string counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t stream,
+                                   MicroResult& out) {
   const int smem_optin = device.smem_per_block_optin;
   if (2 * int64_t{smem_optin} <= device.smem_per_sm) {
     throw Error("micro-benchmark counter: cannot keep two CTAs off one SM with shared memory");
@@ -490,10 +491,9 @@ void counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t str
     one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
   }
   out.micro.counter_signal_to_wait_ns = model::compute_stats(one_way_ns);
-  out.notes.push_back(
-      "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
-      std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
-      std::to_string(kRoundTripsPerBatch) + "; half a round trip each");
+  return "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
+         std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
+         std::to_string(kRoundTripsPerBatch) + "; half a round trip each";
 }
 
 // Dependency checks, untraced: %globaltimer on one SM.
@@ -580,6 +580,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   out.micro.graph_launch_by_nodes = sweep.points(records.tagged);
   out.notes.push_back("graph launch by nodes (chains of trivial kernels, measured alike), p50: " +
                       LaunchSweep::describe(out.micro.graph_launch_by_nodes));
+  out.notes.push_back(plain.clocks_note);
   pdl_chain(records, plain, out);
   if (plain.clamped_gaps > 0) {
     out.notes.push_back("kernel gap: " + std::to_string(plain.clamped_gaps) +
@@ -587,8 +588,9 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
                         " counted as gaps of 0");
   }
   region_launch_and_drain(records, ctas, per_sm, plain.clocks_agree, out);
-  counter_signal_to_wait(device, stream, out);
+  const std::string counter_note = counter_signal_to_wait(device, stream, out);
   dependency_check_round(stream, out);
+  out.notes.push_back(counter_note);
   return out;
 }
 
