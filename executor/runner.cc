@@ -65,31 +65,6 @@ InputFill input_fill(const model::Graph& graph, int tensor) {
   throw Error("stage " + graph.stage() + ": no op says what input " + t.name + " holds");
 }
 
-class DeviceArena {
- public:
-  DeviceArena() = default;
-  explicit DeviceArena(int64_t bytes) : bytes_(bytes) {
-    if (bytes > 0) CUDA_CHECK(cudaMalloc(&ptr_, static_cast<size_t>(bytes)));
-  }
-  ~DeviceArena() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  DeviceArena(const DeviceArena&) = delete;
-  DeviceArena& operator=(const DeviceArena&) = delete;
-  DeviceArena(DeviceArena&& other) noexcept { *this = std::move(other); }
-  DeviceArena& operator=(DeviceArena&& other) noexcept {
-    std::swap(ptr_, other.ptr_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  std::byte* data() const { return static_cast<std::byte*>(ptr_); }
-  int64_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  int64_t bytes_ = 0;
-};
-
 struct Stage {
   explicit Stage(model::Graph g) : graph(std::move(g)) {}
   model::Graph graph;
@@ -146,8 +121,8 @@ struct ScenarioRunner::Impl {
   cudaEvent_t stop = nullptr;
   std::unique_ptr<KernelContext> context;
   WeightArenaPlan weight_plan;
-  DeviceArena weights;
-  DeviceArena activations;
+  DeviceArray<std::byte> weights;
+  DeviceArray<std::byte> activations;
   std::map<std::string, std::byte*> buffers;            // by buffer_key
   std::vector<std::unique_ptr<Stage>> stages;           // prefill, decode
   std::map<int64_t, std::unique_ptr<Stage>> decode_at;  // generate(): decode by past length
@@ -208,23 +183,23 @@ struct ScenarioRunner::Impl {
                   device_name + " has " + gigabytes(static_cast<int64_t>(free_bytes)) + " free");
     }
 
-    weights = DeviceArena(weight_plan.arena_bytes);
+    weights = DeviceArray<std::byte>(static_cast<size_t>(weight_plan.arena_bytes));
     {
       const std::vector<std::byte> packed = pack_weight_arena(weight_plan, host);
-      CUDA_CHECK(cudaMemcpy(weights.data(), packed.data(), packed.size(), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(weights.get(), packed.data(), packed.size(), cudaMemcpyHostToDevice));
     }
-    activations = DeviceArena(activation_bytes);
-    std::byte* next = activations.data();
+    activations = DeviceArray<std::byte>(static_cast<size_t>(activation_bytes));
+    std::byte* next = activations.get();
     for (const auto& [key, bytes] : sizes) {
       buffers[key] = next;
       next += align_up(bytes);
     }
     // Poison activations so a read of something never written shows up as NaN, not as zeros.
-    CUDA_CHECK(cudaMemset(activations.data(), 0xff, static_cast<size_t>(activation_bytes)));
+    CUDA_CHECK(cudaMemset(activations.get(), 0xff, static_cast<size_t>(activation_bytes)));
 
     for (size_t g = 0; g < stages.size(); ++g) {
       stages[g]->buffers = stage_buffers(
-          stages[g]->graph, op_weight_pointers(weight_plan, static_cast<int>(g), weights.data()));
+          stages[g]->graph, op_weight_pointers(weight_plan, static_cast<int>(g), weights.get()));
     }
 
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -429,7 +404,7 @@ ScenarioRunner::ScenarioRunner(const model::ModelSpec& model, const model::Scena
 ScenarioRunner::~ScenarioRunner() = default;
 
 int64_t ScenarioRunner::device_bytes() const {
-  return impl_->weights.bytes() + impl_->activations.bytes();
+  return static_cast<int64_t>(impl_->weights.size() + impl_->activations.size());
 }
 
 Measurement ScenarioRunner::measure() {
@@ -512,7 +487,7 @@ void ScenarioRunner::set_composition(model::Composition composition) {
   m.forget_launchers();
   // Poisoned again, as when made: a region that fails to write a tensor shows up as NaN instead
   // of passing on what the previous composition left there.
-  CUDA_CHECK(cudaMemset(m.activations.data(), 0xff, static_cast<size_t>(m.activations.bytes())));
+  CUDA_CHECK(cudaMemset(m.activations.get(), 0xff, m.activations.size()));
   m.fill_inputs();
 }
 
