@@ -26,7 +26,10 @@ DeviceInfo current_device() {
                           prop.l2CacheSize,
                           prop.regsPerMultiprocessor,
                           static_cast<int>(prop.sharedMemPerBlockOptin),
-                          static_cast<int64_t>(prop.sharedMemPerMultiprocessor)};
+                          static_cast<int64_t>(prop.sharedMemPerMultiprocessor),
+                          prop.maxThreadsPerMultiProcessor,
+                          prop.maxBlocksPerMultiProcessor,
+                          static_cast<int64_t>(prop.reservedSharedMemPerBlock)};
 }
 
 }  // namespace megacut::executor

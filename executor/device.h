@@ -16,6 +16,9 @@ struct DeviceInfo {
   int registers_per_sm = 0;
   int smem_per_block_optin = 0;  // bytes of shared memory a block may opt in to
   int64_t smem_per_sm = 0;
+  int threads_per_sm = 0;               // resident threads an SM holds
+  int ctas_per_sm = 0;                  // resident CTAs an SM holds
+  int64_t reserved_smem_per_block = 0;  // shared memory the system takes per resident CTA
 };
 
 // The device the calling thread's CUDA runtime is on, its primary context created; its

@@ -24,6 +24,12 @@ StageLauncher::StageLauncher(const model::Graph& graph, const StageBuffers& buff
                   " ops at op " + std::to_string(next));
     }
     next = r.end;
+    if (r.kind == model::RegionKind::tile) {
+      throw Error("stage " + graph.stage() + ": region " + std::to_string(i) + " tile[" +
+                  std::to_string(r.begin) + ":" + std::to_string(r.end) +
+                  "]: the executor cannot run tile regions yet (the simulator and planner "
+                  "predict them)");
+    }
     if (r.kind == model::RegionKind::mk) {
       RegionOptions o = mk_options;
       o.region_id = static_cast<int>(i);

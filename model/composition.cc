@@ -86,13 +86,12 @@ class Parser {
     const size_t start = (skip_space(), pos_);
     RegionText r;
     const std::string kind = word();
-    if (kind == "conv") {
-      r.kind = RegionKind::conv;
-    } else if (kind == "mk") {
-      r.kind = RegionKind::mk;
+    if (const std::optional<RegionKind> k = find_region_kind(kind)) {
+      r.kind = *k;
     } else {
       pos_ = start;
-      fail("unknown region kind '" + kind + "' (conv or mk; a stage name needs ':' after it)");
+      fail("unknown region kind '" + kind + "' (" + std::string(kRegionKindList) +
+           "; a stage name needs ':' after it)");
     }
     if (peek('[')) {
       ++pos_;
@@ -147,7 +146,22 @@ StageRegions resolve_stage(const std::string& stage, const std::vector<RegionTex
 }  // namespace
 
 std::string_view region_kind_name(RegionKind kind) {
-  return kind == RegionKind::mk ? "mk" : "conv";
+  switch (kind) {
+    case RegionKind::conv:
+      return "conv";
+    case RegionKind::mk:
+      return "mk";
+    case RegionKind::tile:
+      return "tile";
+  }
+  return "?";
+}
+
+std::optional<RegionKind> find_region_kind(std::string_view name) {
+  for (RegionKind kind : kRegionKinds) {
+    if (region_kind_name(kind) == name) return kind;
+  }
+  return std::nullopt;
 }
 
 const std::vector<Region>& Composition::regions(std::string_view stage) const {
@@ -308,21 +322,20 @@ Composition composition_from_json(const nlohmann::json& json, const std::vector<
     for (size_t i = 0; i < list.size(); ++i) {
       const auto& r = list[i];
       const std::string rf = field + "[" + std::to_string(i) + "]";
+      const std::string expected = "expected one of " + std::string(kRegionKindList);
       if (!r.is_object() || !r.contains("kind") || !r["kind"].is_string()) {
-        throw_field_error(file, rf + ".kind", "expected \"conv\" or \"mk\"");
+        throw_field_error(file, rf + ".kind", expected);
       }
       const std::string kind = r["kind"];
-      if (kind != "conv" && kind != "mk") {
-        throw_field_error(file, rf + ".kind", "expected \"conv\" or \"mk\", got \"" + kind + "\"");
-      }
+      const std::optional<RegionKind> k = find_region_kind(kind);
+      if (!k) throw_field_error(file, rf + ".kind", expected + ", got \"" + kind + "\"");
       for (const char* bound : {"begin", "end"}) {
         if (!r.contains(bound) || !r[bound].is_number_integer() || r[bound].get<int64_t>() < 0 ||
             r[bound].get<int64_t>() > std::numeric_limits<int>::max()) {
           throw_field_error(file, rf + "." + bound, "expected an op index");
         }
       }
-      s.regions.push_back(Region{kind == "mk" ? RegionKind::mk : RegionKind::conv,
-                                 r["begin"].get<int>(), r["end"].get<int>()});
+      s.regions.push_back(Region{*k, r["begin"].get<int>(), r["end"].get<int>()});
     }
     c.stages.push_back(std::move(s));
   }

@@ -2,24 +2,32 @@
 //
 // Text form, one clause per stage separated by ';':
 //     prefill: conv; decode: mk[0:40] conv[40:]
-// A region is `mk` (one persistent megakernel launch) or `conv` (one kernel per op) over the
-// half-open op range [a:b]; an omitted bound means the stage's start or end, and a region with
-// no range covers the whole stage. The whole text may be just `conv` or `mk`: every stage run
-// that way. Stages left out run `conv`. Regions must cover their stage's ops in order, with no
-// gap and no overlap.
+// A region is `mk` (one persistent megakernel launch), `conv` (one kernel per op) or `tile`
+// (one kernel per op, each starting while the one before runs and waiting on the tiles it
+// reads, not on the whole kernel) over the half-open op range [a:b]; an omitted bound means the
+// stage's start or end, and a region with no range covers the whole stage. The whole text may
+// be just `conv`, `mk` or `tile`: every stage run that way. Stages left out run `conv`. Regions
+// must cover their stage's ops in order, with no gap and no overlap.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace megacut::model {
 
-enum class RegionKind { conv, mk };
+enum class RegionKind { conv, mk, tile };
+inline constexpr std::array<RegionKind, 3> kRegionKinds = {RegionKind::conv, RegionKind::mk,
+                                                           RegionKind::tile};
+inline constexpr std::string_view kRegionKindList = "conv, mk or tile";
 
 std::string_view region_kind_name(RegionKind kind);
+// The kind named `name` ("conv", "mk", "tile"), if any.
+std::optional<RegionKind> find_region_kind(std::string_view name);
 
 struct Region {
   RegionKind kind = RegionKind::conv;

@@ -276,6 +276,9 @@ json profile_to_json(const Profile& p) {
   if (m.dependency_check_round_ns) {
     micro["dependency_check_round_ns"] = model::stats_to_json(*m.dependency_check_round_ns);
   }
+  if (m.dependent_launch_ns) {
+    micro["dependent_launch_ns"] = model::stats_to_json(*m.dependent_launch_ns);
+  }
   if (!m.graph_launch_by_nodes.empty()) {
     micro["graph_launch_by_nodes"] = launch_points_to_json(m.graph_launch_by_nodes);
   }
@@ -304,6 +307,12 @@ json profile_to_json(const Profile& p) {
                 {"copy_bandwidth_gb_per_s", p.device.copy_bandwidth_gb_per_s}}},
               {"micro", micro},
               {"batches", batches}};
+  if (const std::optional<SmLimits>& l = p.device.sm_limits) {
+    doc["device"]["sm_limits"] = {{"threads", l->threads},
+                                  {"ctas", l->ctas},
+                                  {"smem_bytes", l->smem_bytes},
+                                  {"reserved_smem_per_cta_bytes", l->reserved_smem_per_cta_bytes}};
+  }
   if (p.frames > 0) doc["frames"] = p.frames;
   return doc;
 }
@@ -358,6 +367,15 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
               json(p.device.copy_bandwidth_gb_per_s).dump());
   }
 
+  if (const std::optional<Node> limits = device.optional("sm_limits")) {
+    SmLimits& l = p.device.sm_limits.emplace();
+    l.threads = static_cast<int>(limits->at("threads").integer(1, 1 << 20));
+    l.ctas = static_cast<int>(limits->at("ctas").integer(1, 1 << 20));
+    l.smem_bytes = limits->at("smem_bytes").integer(0, int64_t{1} << 40);
+    l.reserved_smem_per_cta_bytes =
+        limits->at("reserved_smem_per_cta_bytes").integer(0, l.smem_bytes);
+  }
+
   const Node micro = root.at("micro");
   MicroBenchmarks& m = p.micro;
   m.graph_launch_ns = duration_from(micro.at("graph_launch_ns"), Duration::gap);
@@ -369,6 +387,9 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   if (micro.has("dependency_check_round_ns")) {
     m.dependency_check_round_ns =
         duration_from(micro.at("dependency_check_round_ns"), Duration::gap);
+  }
+  if (micro.has("dependent_launch_ns")) {
+    m.dependent_launch_ns = duration_from(micro.at("dependent_launch_ns"), Duration::gap);
   }
   m.graph_launch_by_nodes = launch_points_from(micro);
 

@@ -37,12 +37,24 @@ namespace megacut::model {
 
 inline constexpr std::string_view kProfileSchema = "megacut.profile/1";
 
+// What one SM holds at once, beyond its registers (DeviceProfile::registers_per_sm): how many
+// CTAs of which kernels fit side by side. The simulator places a tile region's CTAs by them.
+struct SmLimits {
+  int threads = 0;                          // resident threads
+  int ctas = 0;                             // resident CTAs
+  int64_t smem_bytes = 0;                   // shared memory
+  int64_t reserved_smem_per_cta_bytes = 0;  // taken from it for each resident CTA by the system
+  friend bool operator==(const SmLimits&, const SmLimits&) = default;
+};
+
 struct DeviceProfile {
   std::string name;  // e.g. "NVIDIA H200"
   int sm_count = 0;
   int64_t l2_bytes = 0;  // recorded for reports; the cost model does not use it yet
   int64_t registers_per_sm = 0;
   double copy_bandwidth_gb_per_s = 0;  // bytes read + written per second, / 1e9 (= bytes per ns)
+  // Absent from profiles that predate it; tile regions cannot be predicted without it.
+  std::optional<SmLimits> sm_limits;
 };
 
 // The launch of a CUDA graph of `nodes` kernels, measured as MicroBenchmarks::graph_launch_ns is.
@@ -89,6 +101,12 @@ struct MicroBenchmarks {
   // region spends ceil(n / threads) rounds before its body starts. Absent from older profiles;
   // the simulator then leaves the check out and says so.
   std::optional<LatencyStats> dependency_check_round_ns;
+  // Programmatic Dependent Launch from the start: a kernel of one CTA that lets its dependent
+  // launch first thing, then spins; that call (%globaltimer) to the dependent's first
+  // instruction. What a tile region's kernel waits, after the last CTA of the kernel before it
+  // has started, before its own CTAs can. Absent from older profiles; the simulator then
+  // charges kernel_gap_ns and says so.
+  std::optional<LatencyStats> dependent_launch_ns;
 };
 
 struct LaunchConfig {

@@ -12,6 +12,7 @@
 #include "executor/cuda_check.h"
 #include "executor/device.h"
 #include "executor/device_memory.h"
+#include "executor/launch.h"
 #include "model/error.h"
 #include "profiler/micro.h"
 
@@ -169,6 +170,25 @@ __global__ void __launch_bounds__(kDependencyCheckThreads)
     if (threadIdx.x == 0) l.batch_ns[batch] = globaltimer_ns() - start;
   }
   if (threadIdx.x == 0) *l.missing = missing;
+}
+
+// Dependent launch: a one-CTA kernel lets its dependent launch first thing, then spins long
+// enough that the dependent starts while it runs; the dependent (launched with PDL, so it may)
+// reads %globaltimer first. Neither waits for the other's memory: each writes its own word.
+constexpr int kDependentLaunchPairs = 100;
+constexpr u64 kDependentLaunchSpinNs = 50'000;
+
+__global__ void trigger_first_kernel(u64* trigger_ns) {
+  if (threadIdx.x == 0) *trigger_ns = globaltimer_ns();
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const u64 start = globaltimer_ns();
+  while (globaltimer_ns() - start < kDependentLaunchSpinNs) {
+  }
+}
+
+__global__ void dependent_kernel(u64* start_ns) {
+  const u64 now = globaltimer_ns();
+  if (threadIdx.x == 0) *start_ns = now;
 }
 
 // ---- host side ---------------------------------------------------------------------------------
@@ -521,6 +541,34 @@ void dependency_check_round(cudaStream_t stream, MicroResult& out) {
                       " rounds of one signalled counter per thread and a barrier");
 }
 
+// Dependent launch, untraced: %globaltimer in both kernels (one clock, read on two SMs).
+void dependent_launch(cudaStream_t stream, MicroResult& out) {
+  DeviceArray<u64> trigger_ns(kDependentLaunchPairs), start_ns(kDependentLaunchPairs);
+  for (int i = 0; i < kDependentLaunchPairs; ++i) {
+    trigger_first_kernel<<<1, kChainThreads, 0, stream>>>(trigger_ns.get() + i);
+    CUDA_CHECK(cudaGetLastError());
+    const executor::KernelLaunch launch(1, kChainThreads, 0, stream, /*pdl=*/true);
+    CUDA_CHECK(cudaLaunchKernelEx(launch.config(), dependent_kernel, start_ns.get() + i));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const std::vector<u64> trigger = trigger_ns.download(), start = start_ns.download();
+  std::vector<double> launch_ns;
+  int late = 0;
+  for (int i = 0; i < kDependentLaunchPairs; ++i) {
+    const double ns = signed_ns(trigger[i], start[i]);
+    late += ns >= static_cast<double>(kDependentLaunchSpinNs);
+    launch_ns.push_back(ns);
+  }
+  int negatives = 0;
+  out.micro.dependent_launch_ns = model::compute_stats(clamped(launch_ns, &negatives));
+  out.notes.push_back(
+      "dependent launch: " + std::to_string(kDependentLaunchPairs) +
+      " pairs of one-CTA kernels, the first letting the second launch at its start; " +
+      std::to_string(late) + " dependents started only after the first kernel's " +
+      ns_text(static_cast<double>(kDependentLaunchSpinNs)) + " spin (no early launch), " +
+      std::to_string(negatives) + " samples below zero counted as 0");
+}
+
 }  // namespace
 
 double measure_copy_bandwidth(int64_t bytes) {
@@ -550,6 +598,8 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   out.device.sm_count = device.sm_count;
   out.device.l2_bytes = device.l2_bytes;
   out.device.registers_per_sm = device.registers_per_sm;
+  out.device.sm_limits = model::SmLimits{device.threads_per_sm, device.ctas_per_sm,
+                                         device.smem_per_sm, device.reserved_smem_per_block};
   out.device.copy_bandwidth_gb_per_s = measure_copy_bandwidth() / 1e9;
 
   cudaStream_t stream = nullptr;
@@ -590,6 +640,7 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   region_launch_and_drain(records, ctas, per_sm, plain.clocks_agree, out);
   const std::string counter_note = counter_signal_to_wait(device, stream, out);
   dependency_check_round(stream, out);
+  dependent_launch(stream, out);
   out.notes.push_back(counter_note);
   return out;
 }

@@ -22,6 +22,10 @@
 //  - dependency check: one CTA of 256 threads, each acquire-loading one signalled counter per
 //    round and the block's barrier after it, as the region kernel checks a task's dependencies;
 //    the time of one round (%globaltimer on one SM);
+//  - dependent launch: a one-CTA kernel lets its dependent launch first thing, then spins; the
+//    dependent, launched with Programmatic Dependent Launch, reads %globaltimer first: that read
+//    less the first kernel's, read just before it let the dependent launch;
+//  - SM limits: the device properties (threads, CTAs and shared memory one SM holds);
 //  - copy bandwidth: measure_copy_bandwidth.
 // CUPTI's GPU timestamps and %globaltimer were seen about 40 µs apart on an H200, so in-kernel
 // times are compared with CUPTI's only if a check on the plain chain finds them in step; if not,

@@ -7,6 +7,7 @@
 #include "model/error.h"
 #include "model/schedule.h"
 #include "model/text.h"
+#include "simulator/tile_region.h"
 
 namespace megacut::simulator {
 namespace {
@@ -137,6 +138,8 @@ struct Simulator::StageState {
   std::vector<OpModel> ops;
   // By op, the conventional kernel the provider choice takes (null: none measured).
   std::vector<const model::ConvKernel*> conv;
+  // By op, its step after op - 1 in a tile region, once computed.
+  std::vector<std::optional<TimeNs>> tile_steps;
   // The stage graph's launch: the fixed part, and each node's.
   TimeNs launch_fixed_ns = 0;
   TimeNs launch_node_ns = 0;
@@ -286,6 +289,7 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
   if (options_.provider_choice) options_.provider_choice->check(g);
   s->conv.resize(g.op_count());
   for (int op = 0; op < g.op_count(); ++op) s->conv[op] = chosen_kernel(*s, op);
+  s->tile_steps.resize(g.op_count());
   return *stages_.emplace(key, std::move(s)).first->second;
 }
 
@@ -404,6 +408,13 @@ double Simulator::fastest_cost(const StageState& s, int op, const model::ConvKer
 
 const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
                                                 const model::Region& region) {
+  if (region.kind == model::RegionKind::tile && op >= region.begin && op < region.end) {
+    // A tile region's kernels signal tile counters: ours, whatever the provider choice.
+    const model::OpProfile* p = s.profile->op(op);
+    if (p != nullptr && p->conv && p->conv->provider == "ours") return *p->conv;
+    throw Error(where(s, op) + ": no conventional kernel of ours measured (needed by " +
+                region_text(region) + ", whose kernels are ours)");
+  }
   const model::ConvKernel* k = s.conv.at(op);
   if (k != nullptr) return *k;
   const model::OpProfile* p = s.profile->op(op);
@@ -542,7 +553,7 @@ MegakernelParams Simulator::megakernel_params() const {
 TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
   const model::MicroBenchmarks& micro = profile_.micro;
   if (before == Boundary::stage_start) return s.launch_fixed_ns;
-  if (region.kind == model::RegionKind::conv && before == Boundary::after_conv) {
+  if (region.kind != model::RegionKind::mk && before == Boundary::after_conv) {
     return conv_gap(s, region.begin - 1, region);
   }
   // With PDL, our kernels (regions, tile kernels) launch early; cuBLASLt's do not.
@@ -617,6 +628,83 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
   r.time_ns = t;
 }
 
+void Simulator::simulate_tile(StageState& s, RegionResult& r) {
+  const int sms = profile_.device.sm_count;
+  r.sm_busy_ns.assign(sms, 0);
+  TimeNs t = r.gap_ns;
+  for (int op = r.region.begin; op < r.region.end; ++op) {
+    const model::ConvKernel& k = conv_kernel(s, op, r.region);
+    TimeNs d = mean(k.duration_ns);
+    if (op > r.region.begin) {
+      d = tile_step(s, op, r.region);
+    } else if (r.before == Boundary::after_conv) {
+      // The first kernel's boundary is a conv region's (conv_gap), and so is its part after it.
+      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region)) d = std::min(d, *step);
+    }
+    r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
+    if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
+    const int64_t ctas = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
+    for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) {
+      r.sm_busy_ns[sm] = add_time(r.sm_busy_ns[sm], d);
+    }
+    t = add_time(t, d);
+  }
+  r.kernels = r.region.end - r.region.begin;
+  r.work_ns = t - r.gap_ns;
+  r.time_ns = t;
+}
+
+TimeNs Simulator::tile_step(StageState& s, int op, const model::Region& region) {
+  std::optional<TimeNs>& cached = s.tile_steps.at(op);
+  if (cached) return *cached;
+  const model::DeviceProfile& d = profile_.device;
+  if (!d.sm_limits) {
+    throw Error("profile " + profile_.source + ": device.sm_limits missing, needed by " +
+                region_text(region) +
+                " (a tile region places its CTAs by them): profile the model again");
+  }
+  const model::Graph& g = *s.graph;
+  auto kernel = [&](int i) {
+    const model::ConvKernel& k = conv_kernel(s, i, region);
+    TileKernel t;
+    t.ctas = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
+    t.threads = static_cast<int>(k.launch.block[0] * k.launch.block[1] * k.launch.block[2]);
+    t.registers = k.launch.registers;
+    t.smem_bytes = k.launch.smem_bytes;
+    t.tiles = g.op(i).tiling.count();
+    t.duration_ns = k.duration_ns.mean;
+    return t;
+  };
+  TileDevice device;
+  device.sm_count = d.sm_count;
+  device.registers_per_sm = d.registers_per_sm;
+  device.limits = *d.sm_limits;
+  const model::MicroBenchmarks& micro = profile_.micro;
+  device.dependent_launch_ns =
+      p50(micro.dependent_launch_ns ? *micro.dependent_launch_ns : micro.kernel_gap_ns);
+  device.signal_latency_ns = p50(micro.counter_signal_to_wait_ns);
+  if (micro.dependency_check_round_ns) {
+    device.check_round_ns = p50(*micro.dependency_check_round_ns);
+  }
+  const int producer = op - 1;
+  const model::TaskId producer_first = g.first_task(producer);
+  const TileReadsFn reads = [&](int64_t tile, TileReads& out) {
+    for (const int64_t e : g.dep_entries(g.task_id(op, tile))) {
+      if (e < 0) {
+        out.all = out.all || -(e + 1) == producer;
+      } else if (g.task_op(e) == producer) {
+        out.tiles.push_back(e - producer_first);
+      }
+    }
+  };
+  try {
+    cached = simulate_tile_step(kernel(producer), kernel(op), reads, device).step_ns;
+  } catch (const Error& e) {
+    throw Error(where(s, op) + ", " + region_text(region) + ": " + e.what());
+  }
+  return *cached;
+}
+
 void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   const model::Graph& g = *s.graph;
   const model::MicroBenchmarks& micro = profile_.micro;
@@ -685,12 +773,12 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
   r->batch = batch;
   r->region = region;
   r->before = before;
-  if (region.kind == model::RegionKind::conv) {
+  if (region.kind == model::RegionKind::mk) {
+    r->graph_nodes = kMkRegionNodes;
+  } else {
     for (int op = region.begin; op < region.end; ++op) {
       r->graph_nodes += conv_nodes(conv_kernel(s, op, region));
     }
-  } else {
-    r->graph_nodes = kMkRegionNodes;
   }
   r->launch_fixed_ns = before == Boundary::stage_start ? s.launch_fixed_ns : 0;
   r->launch_node_ns = s.launch_node_ns;
@@ -702,10 +790,16 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
     if (r->gap_ns > 0) {
       r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
     }
-    if (region.kind == model::RegionKind::conv) {
-      simulate_conv(s, *r);
-    } else {
-      simulate_mk(s, *r);
+    switch (region.kind) {
+      case model::RegionKind::conv:
+        simulate_conv(s, *r);
+        break;
+      case model::RegionKind::mk:
+        simulate_mk(s, *r);
+        break;
+      case model::RegionKind::tile:
+        simulate_tile(s, *r);
+        break;
     }
   } catch (const TimeOverflow& e) {
     throw Error(where(s, -1) + ", " + region_text(region) + ": " + e.what());
@@ -770,6 +864,18 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     p.notes.push_back(
         "the profile has no dependency-check micro-benchmark (micro.dependency_check_round_ns): "
         "mk regions are predicted without the time their tasks spend checking dependencies");
+  }
+  bool has_tile = false;
+  for (const model::Stage& stage : sc.stages) {
+    for (const model::Region& region : composition.regions(stage.name)) {
+      has_tile =
+          has_tile || (region.kind == model::RegionKind::tile && region.end - region.begin > 1);
+    }
+  }
+  if (has_tile && !profile_.micro.dependent_launch_ns) {
+    p.notes.push_back(
+        "the profile has no dependent-launch micro-benchmark (micro.dependent_launch_ns): tile "
+        "regions' kernels are charged the plain kernel gap (micro.kernel_gap_ns) to launch");
   }
   if (has_mk && !region_startup_measured_) {
     p.notes.push_back(

@@ -65,6 +65,9 @@ struct SimOptions {
   // the profile did not measure is an error.
   model::ProviderPolicy linear_provider = model::ProviderPolicy::ours;
   std::optional<model::ProviderChoice> provider_choice;
+  // Tile regions run our kernels whatever the provider choice, and launch every kernel after
+  // their first with Programmatic Dependent Launch whatever `pdl` says; their first kernel's
+  // boundary is a conv region's.
   // Keep every kernel and task span for the Chrome trace (memory grows with the task count).
   bool record_spans = false;
 };
@@ -153,6 +156,9 @@ class Simulator {
   std::string where(const StageState& s, int op) const;
   void simulate_conv(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);
+  void simulate_tile(StageState& s, RegionResult& r);
+  // What op `op` adds after op - 1 in a tile region (simulator/tile_region.h). Cached.
+  TimeNs tile_step(StageState& s, int op, const model::Region& region);
 
   model::Profile profile_;
   SimOptions options_;

@@ -26,6 +26,8 @@ TEST(CompositionTest, Shorthands) {
   EXPECT_EQ(parse_composition(" mk ", kShapes).to_string(), "prefill: mk[0:100]; decode: mk[0:50]");
   EXPECT_EQ(parse_composition("decode: mk", kShapes).to_string(),
             "prefill: conv[0:100]; decode: mk[0:50]");
+  EXPECT_EQ(parse_composition("tile", kShapes).to_string(),
+            "prefill: tile[0:100]; decode: tile[0:50]");
 }
 
 TEST(CompositionTest, RangesWithOpenBounds) {
@@ -37,7 +39,8 @@ TEST(CompositionTest, RangesWithOpenBounds) {
 }
 
 TEST(CompositionTest, CanonicalTextParsesBackToTheSameComposition) {
-  const Composition c = parse_composition("decode: mk[0:7] conv[7:9] mk[9:]", kShapes);
+  const Composition c = parse_composition("decode: mk[0:7] conv[7:9] tile[9:20] mk[20:]", kShapes);
+  EXPECT_EQ(c.regions("decode")[2], (Region{RegionKind::tile, 9, 20}));
   EXPECT_EQ(parse_composition(c.to_string(), kShapes), c);
 }
 
@@ -48,7 +51,8 @@ TEST(CompositionTest, ErrorsNameTheRegionAndWhy) {
   EXPECT_NE(error_of("decode: mk[0:60]").find("runs past the stage's 50 ops"), std::string::npos);
   EXPECT_NE(error_of("decode: mk[0:40]").find("ops 40..49 are in no region"), std::string::npos);
   EXPECT_NE(error_of("verify: mk").find("unknown stage 'verify'"), std::string::npos);
-  EXPECT_NE(error_of("decode: fused").find("unknown region kind 'fused'"), std::string::npos);
+  EXPECT_NE(error_of("decode: fused").find("unknown region kind 'fused' (conv, mk or tile;"),
+            std::string::npos);
   // A name with a non-ASCII letter is quoted whole, not cut at the letter.
   EXPECT_NE(error_of("d\xc3\xa9code: mk").find("unknown stage 'd\xc3\xa9code'"), std::string::npos);
   EXPECT_NE(error_of("decode: m\xc3\xa9").find("unknown region kind 'm\xc3\xa9'"),
@@ -65,7 +69,8 @@ TEST(CompositionTest, ErrorsNameTheRegionAndWhy) {
 }
 
 TEST(CompositionTest, JsonRoundTrip) {
-  const Composition c = parse_composition("prefill: mk[0:50] conv[50:]; decode: mk", kShapes);
+  const Composition c =
+      parse_composition("prefill: mk[0:50] conv[50:]; decode: tile[:9] mk[9:]", kShapes);
   const nlohmann::json j = composition_to_json(c);
   EXPECT_EQ(j["schema"], "megacut.composition/1");
   EXPECT_EQ(composition_from_json(j, kShapes, "plan.json"), c);
@@ -78,7 +83,8 @@ TEST(CompositionTest, JsonErrorsNameFileAndField) {
     composition_from_json(j, kShapes, "plan.json");
     FAIL() << "accepted a bad region kind";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("plan.json: field 'stages.decode[0].kind'"),
+    EXPECT_NE(std::string(e.what()).find("plan.json: field 'stages.decode[0].kind': expected one "
+                                         "of conv, mk or tile, got \"megakernel\""),
               std::string::npos)
         << e.what();
   }

@@ -100,6 +100,19 @@ TEST(ProfileTest, PdlStepsRoundTripAndAreOursOnly) {
 
 // The synthetic profile's task benchmarks carry a region startup; a profile without it reads
 // back without it, and one in a unit other than ns names the field.
+TEST(ProfileTest, SmLimitsAndDependentLaunchRoundTripAndMayBeAbsent) {
+  model::Profile p = tiny();
+  ASSERT_TRUE(p.device.sm_limits && p.micro.dependent_launch_ns);
+  EXPECT_EQ(model::profile_from_json(model::profile_to_json(p), "x.json").device.sm_limits,
+            p.device.sm_limits);
+  p.device.sm_limits.reset();
+  p.micro.dependent_launch_ns.reset();
+  const nlohmann::json j = model::profile_to_json(p);
+  EXPECT_FALSE(j["device"].contains("sm_limits"));
+  EXPECT_FALSE(j["micro"].contains("dependent_launch_ns"));
+  EXPECT_TRUE(model::profile_from_json(j, "x.json").same_content(p));
+}
+
 TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {
   model::Profile p = tiny();
   const model::TaskBenchmark& t = p.batches[0].stages[1].ops[3].tasks.at(0);
@@ -138,6 +151,12 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
        "llama.json: field 'device.sm_count': expected an integer in [1, 65536], got 0"},
       {[](auto& j) { j["device"]["copy_bandwidth_gb_per_s"] = -3; },
        "llama.json: field 'device.copy_bandwidth_gb_per_s': expected a positive number, got -3"},
+      {[](auto& j) { j["device"]["sm_limits"]["ctas"] = 0; },
+       "llama.json: field 'device.sm_limits.ctas': expected an integer in [1, 1048576], got 0"},
+      {[](auto& j) { j["device"]["sm_limits"].erase("smem_bytes"); },
+       "llama.json: field 'device.sm_limits.smem_bytes': missing"},
+      {[](auto& j) { j["micro"]["dependent_launch_ns"]["unit"] = "us"; },
+       "llama.json: field 'micro.dependent_launch_ns.unit': expected \"ns\", got \"us\""},
       {[](auto& j) { j["micro"]["region_drain_ns"]["unit"] = "us"; },
        "llama.json: field 'micro.region_drain_ns.unit': expected \"ns\", got \"us\""},
       {[](auto& j) { j["batches"][1]["batch"] = 1; },

@@ -36,6 +36,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
   p.device.l2_bytes = 8 << 20;
   p.device.registers_per_sm = d.registers_per_sm;
   p.device.copy_bandwidth_gb_per_s = d.bytes_per_ns;
+  if (d.sm_limits) p.device.sm_limits = model::SmLimits{2048, 32, 233472, 1024};
   auto c = [](int64_t ns) { return constant_stats(static_cast<double>(ns)); };
   p.micro.graph_launch_ns = c(d.graph_launch_ns);
   p.micro.kernel_gap_ns = c(d.kernel_gap_ns);
@@ -46,6 +47,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
   if (d.dependency_check_round_ns > 0) {
     p.micro.dependency_check_round_ns = c(d.dependency_check_round_ns);
   }
+  if (d.dependent_launch_ns > 0) p.micro.dependent_launch_ns = c(d.dependent_launch_ns);
 
   std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
   for (int64_t batch : batches) {
