@@ -23,6 +23,20 @@ constexpr TimeNs kInf = std::numeric_limits<TimeNs>::max() / 4;
 enum Before : int { kStart = 0, kAfterConv = 1, kAfterMk = 2 };
 constexpr std::array<Boundary, 3> kBoundary = {Boundary::stage_start, Boundary::after_conv,
                                                Boundary::after_mk};
+// The DP's states at a cut: the kind of region that ends there (the start at cut 0). A tile
+// region ends in a kernel of ours, so what follows it pays the boundary after conv; it is a
+// state of its own because two conv steps merge into one region and a conv step after a tile
+// region does not.
+enum State : int { kAtStart = -1, kConvEnds = 0, kMkEnds = 1, kTileEnds = 2 };
+constexpr std::array<int, 3> kEndStates = {kConvEnds, kMkEnds, kTileEnds};
+constexpr Before before_of(int state) {
+  return state == kAtStart ? kStart : state == kMkEnds ? kAfterMk : kAfterConv;
+}
+constexpr RegionKind kind_of(int state) {
+  return state == kConvEnds ? RegionKind::conv
+         : state == kMkEnds ? RegionKind::mk
+                            : RegionKind::tile;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -33,7 +47,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 struct Entry {
   TimeNs cost = kInf;
   int from = 0;
-  int8_t from_kind = 0;  // kStart, or the kind of the region ending at `from` (1 conv, 2 mk)
+  int8_t from_kind = kAtStart;  // the State at `from`
   int from_rank = 0;
   auto key() const { return std::tie(cost, from, from_kind, from_rank); }
   bool operator<(const Entry& other) const { return key() < other.key(); }
@@ -156,6 +170,7 @@ class StageSearcher {
     const model::Graph& g = sim_.graph(stage_, batch_);
     conv_.assign(n_, {kInf, kInf, kInf});
     overhead_.assign(n_, {kInf, kInf, kInf});
+    tile_first_.assign(n_, {kInf, kInf, kInf});
     makespan_.resize(n_);
     std::vector<char> mk_ok(n_, 0);
     for (int i = 0; i < n_; ++i) {
@@ -178,7 +193,36 @@ class StageSearcher {
           mk_ok[i] = 1;
         } catch (const Error&) {
         }
+        if (!options_.tile) continue;
+        try {
+          tile_first_[i][before] =
+              region_key_ns(*sim_.simulate_region(stage_, batch_, {RegionKind::tile, i, i + 1},
+                                                  kBoundary[before]),
+                            options_.hidden_launch_share);
+        } catch (const Error&) {
+        }
       }
+    }
+    // A tile region's ops after its first, each one step after the one before (the simulator
+    // adds one per op): tile[i-1:i+1] less tile[i-1:i].
+    std::vector<TimeNs> step(n_, kInf);
+    for (int i = 1; i < n_ && options_.tile; ++i) {
+      const Boundary before = i == 1 ? Boundary::stage_start : Boundary::after_conv;
+      try {
+        const auto key = [&](int end) {
+          return region_key_ns(
+              *sim_.simulate_region(stage_, batch_, {RegionKind::tile, i - 1, end}, before),
+              options_.hidden_launch_share);
+        };
+        step[i] = key(i + 1) - key(i);
+      } catch (const Error&) {
+      }
+    }
+    tile_steps_.assign(n_ + 1, 0);
+    tile_gaps_.assign(n_ + 1, 0);
+    for (int i = 0; i < n_; ++i) {
+      tile_steps_[i + 1] = tile_steps_[i] + (step[i] < kInf ? step[i] : 0);
+      tile_gaps_[i + 1] = tile_gaps_[i] + (step[i] >= kInf ? 1 : 0);
     }
     mk_limit_.assign(n_, 0);
     for (int a = n_ - 1; a >= 0; --a) {
@@ -208,6 +252,16 @@ class StageSearcher {
     }
   }
 
+  // The steps of ops [a + 1, b) in a tile region that starts at a; kInf where one has none.
+  TimeNs tile_steps(int a, int b) const {
+    if (b - a < 2) return kInf;  // a tile region of one op is a conv region of our kernel
+    return tile_gaps_[b] - tile_gaps_[a + 1] > 0 ? kInf : tile_steps_[b] - tile_steps_[a + 1];
+  }
+  // tile[a:b] after `before`.
+  TimeNs tile_cost(int a, int b, int before) const {
+    return add(tile_first_[a][before], tile_steps(a, b));
+  }
+
   // A lower bound on the makespan of mk[a:b]: all bytes pass the shared bandwidth; every SM
   // is busy at most the whole time, and a task occupies its SM for its fixed time plus at
   // least its bytes at the full bandwidth; and no task is shorter than that. Rounded down,
@@ -217,19 +271,24 @@ class StageSearcher {
     return std::max<TimeNs>(0, static_cast<TimeNs>(std::floor(bound * (1 - 1e-9))) - 2);
   }
 
-  // The cheapest way into an mk region starting at a, given prefix bounds.
-  TimeNs best_prefix_bound(int a) const {
-    if (a == 0) return overhead_[0][kStart];
-    return std::min(add(prefix_[a][kAfterConv], overhead_[a][kAfterConv]),
-                    add(prefix_[a][kAfterMk], overhead_[a][kAfterMk]));
+  // The cheapest way into a region starting at a that costs cost[before] more, given prefix
+  // bounds.
+  TimeNs prefix_bound_into(int a, const std::array<TimeNs, 3>& cost) const {
+    if (a == 0) return cost[kStart];
+    TimeNs best = kInf;
+    for (int state : kEndStates)
+      best = std::min(best, add(prefix_[a][state], cost[before_of(state)]));
+    return best;
   }
+  // The cheapest way into an mk region starting at a, given prefix bounds.
+  TimeNs best_prefix_bound(int a) const { return prefix_bound_into(a, overhead_[a]); }
 
   static TimeNs add(TimeNs x, TimeNs y) { return x >= kInf || y >= kInf ? kInf : x + y; }
 
   // Lower bounds on the best prefix into, and the best suffix out of, every state, with exact
-  // mk costs where simulated and lower bounds elsewhere. prefix_[b][k]: a path from the stage
-  // start to cut b whose last region is conv (k = kAfterConv) or mk (kAfterMk); suffix_[b][k]:
-  // from cut b after such a region to the stage end (k = kStart at b = 0).
+  // mk costs where simulated and lower bounds elsewhere. prefix_[b][state]: a path from the
+  // stage start to cut b whose last region is of the state's kind; suffix_[b][before]: from
+  // cut b after a region that leaves that boundary to the stage end (kStart at b = 0).
   void bound_all() {
     const double sms = sim_.profile().device.sm_count;
     lb_.resize(n_);
@@ -246,15 +305,14 @@ class StageSearcher {
     }
     prefix_.assign(n_ + 1, {kInf, kInf, kInf});
     for (int b = 1; b <= n_; ++b) {
-      prefix_[b][kAfterConv] =
-          b == 1 ? conv_[0][kStart]
-                 : std::min(add(prefix_[b - 1][kAfterConv], conv_[b - 1][kAfterConv]),
-                            add(prefix_[b - 1][kAfterMk], conv_[b - 1][kAfterMk]));
-      TimeNs best = kInf;
+      prefix_[b][kConvEnds] = prefix_bound_into(b - 1, conv_[b - 1]);
+      TimeNs best = kInf, tile = kInf;
       for (int a = 0; a < b; ++a) {
         if (b <= mk_limit_[a]) best = std::min(best, add(best_prefix_bound(a), lb_[a][b - a - 1]));
+        tile = std::min(tile, add(prefix_bound_into(a, tile_first_[a]), tile_steps(a, b)));
       }
-      prefix_[b][kAfterMk] = best;
+      prefix_[b][kMkEnds] = best;
+      prefix_[b][kTileEnds] = tile;
     }
     suffix_.assign(n_ + 1, {kInf, kInf, kInf});
     suffix_[n_] = {0, 0, 0};
@@ -264,6 +322,9 @@ class StageSearcher {
         TimeNs best = add(conv_[b][k], suffix_[b + 1][kAfterConv]);
         for (int c = b + 1; c <= mk_limit_[b]; ++c) {
           best = std::min(best, add(add(overhead_[b][k], lb_[b][c - b - 1]), suffix_[c][kAfterMk]));
+        }
+        for (int c = b + 2; c <= n_; ++c) {
+          best = std::min(best, add(tile_cost(b, c, k), suffix_[c][kAfterConv]));
         }
         suffix_[b][k] = best;
       }
@@ -307,10 +368,11 @@ class StageSearcher {
     auto kth = [&](const std::vector<Entry>& list) {
       return static_cast<int>(list.size()) == k ? list[k - 1].cost : kInf;
     };
-    // What a continuation from cut b may cost more after a conv region than after an mk one.
+    // What a continuation from cut b may cost more after a conv or tile region than after an mk
+    // one.
     std::vector<TimeNs> delta(n_ + 1, 0);
     for (int b = 1; b < n_; ++b) {
-      for (const auto& cost : {conv_[b], overhead_[b]}) {
+      for (const auto& cost : {conv_[b], overhead_[b], tile_first_[b]}) {
         if (cost[kAfterMk] >= kInf) continue;  // no continuation starts that way
         delta[b] =
             cost[kAfterConv] >= kInf ? kInf : std::max(delta[b], cost[kAfterConv] - cost[kAfterMk]);
@@ -319,11 +381,14 @@ class StageSearcher {
     local_upper_.assign(n_ + 1, kInf);
     any_upper_.assign(n_ + 1, kInf);
     for (int b = 1; b <= n_; ++b) {
-      local_upper_[b] = std::min(kth(lists_[1][b]), add(kth(lists_[0][b]), delta[b]));
-      std::vector<Entry> both = lists_[0][b];
-      both.insert(both.end(), lists_[1][b].begin(), lists_[1][b].end());
-      keep_best(both, k);
-      any_upper_[b] = kth(both);
+      std::vector<Entry> after_conv = lists_[kConvEnds][b];
+      after_conv.insert(after_conv.end(), lists_[kTileEnds][b].begin(), lists_[kTileEnds][b].end());
+      keep_best(after_conv, k);
+      local_upper_[b] = std::min(kth(lists_[kMkEnds][b]), add(kth(after_conv), delta[b]));
+      std::vector<Entry> all = after_conv;
+      all.insert(all.end(), lists_[kMkEnds][b].begin(), lists_[kMkEnds][b].end());
+      keep_best(all, k);
+      any_upper_[b] = kth(all);
     }
     const double sms = sim_.profile().device.sm_count;
     rest_.assign(n_ + 1, -kInf);
@@ -358,16 +423,20 @@ class StageSearcher {
         total += static_cast<double>(g.first_task(ends[a].back()) - g.first_task(a));
       }
     }
-    std::vector<TimeNs> best_conv(n_ + 1, kInf), best_mk(n_ + 1, kInf);
+    // The best prefix into cut a ending in each kind of region; exact for every cut up to a.
+    std::vector<TimeNs> best_conv(n_ + 1, kInf), best_mk(n_ + 1, kInf), best_tile(n_ + 1, kInf);
+    auto best_into = [&](int a, const std::array<TimeNs, 3>& cost) {
+      if (a == 0) return cost[kStart];
+      return std::min({add(best_conv[a], cost[kAfterConv]), add(best_mk[a], cost[kAfterMk]),
+                       add(best_tile[a], cost[kAfterConv])});
+    };
     for (int a = 0; a < n_; ++a) {
-      if (a == 1) best_conv[1] = conv_[0][kStart];
-      if (a > 1) {
-        best_conv[a] = std::min(add(best_conv[a - 1], conv_[a - 1][kAfterConv]),
-                                add(best_mk[a - 1], conv_[a - 1][kAfterMk]));
+      if (a >= 1) best_conv[a] = best_into(a - 1, conv_[a - 1]);
+      for (int from = 0; from + 2 <= a; ++from) {
+        best_tile[a] =
+            std::min(best_tile[a], add(best_into(from, tile_first_[from]), tile_steps(from, a)));
       }
-      const TimeNs into = a == 0 ? overhead_[0][kStart]
-                                 : std::min(add(best_conv[a], overhead_[a][kAfterConv]),
-                                            add(best_mk[a], overhead_[a][kAfterMk]));
+      const TimeNs into = best_into(a, overhead_[a]);
       if (!ends[a].empty() && into < kInf) {
         auto filter = [&](int b, TimeNs now, TimeNs floor) {
           const bool useless = add(into, floor) > local_upper_[b];
@@ -391,23 +460,24 @@ class StageSearcher {
 
   // The K best compositions over the mk regions simulated so far.
   std::vector<StageCandidate> k_best(int k) {
-    // lists[kind][b], kind 0 conv, 1 mk: the k best ways to reach cut b with that kind last.
-    std::array<std::vector<std::vector<Entry>>, 2>& lists = lists_;
-    lists[0].assign(n_ + 1, {});
-    lists[1].assign(n_ + 1, {});
+    // lists[state][b]: the k best ways to reach cut b with a region of the state's kind last.
+    auto& lists = lists_;
+    for (auto& list : lists) list.assign(n_ + 1, {});
     std::vector<Entry> candidates;
+    // Every way into a region from cut a that costs cost[before] + extra.
     auto extend = [&](int a, const std::array<TimeNs, 3>& cost, TimeNs extra,
                       std::vector<Entry>& out) {
+      if (extra >= kInf) return;
       if (a == 0) {
-        if (cost[kStart] < kInf) out.push_back({cost[kStart] + extra, 0, kStart, 0});
+        if (cost[kStart] < kInf) out.push_back({cost[kStart] + extra, 0, kAtStart, 0});
         return;
       }
-      for (int kind = 0; kind < 2; ++kind) {
-        const int before = kind == 0 ? kAfterConv : kAfterMk;
-        if (cost[before] >= kInf) continue;
-        const std::vector<Entry>& from = lists[kind][a];
+      for (int state : kEndStates) {
+        const TimeNs c = cost[before_of(state)];
+        if (c >= kInf) continue;
+        const std::vector<Entry>& from = lists[state][a];
         for (int r = 0; r < static_cast<int>(from.size()); ++r) {
-          out.push_back({from[r].cost + cost[before] + extra, a, static_cast<int8_t>(before), r});
+          out.push_back({from[r].cost + c + extra, a, static_cast<int8_t>(state), r});
         }
       }
     };
@@ -415,7 +485,7 @@ class StageSearcher {
       candidates.clear();
       extend(b - 1, conv_[b - 1], 0, candidates);
       keep_best(candidates, k);
-      lists[0][b] = candidates;
+      lists[kConvEnds][b] = candidates;
       candidates.clear();
       for (int a = 0; a < b; ++a) {
         if (b > mk_limit_[a]) continue;
@@ -423,12 +493,16 @@ class StageSearcher {
         if (m >= 0) extend(a, overhead_[a], m, candidates);
       }
       keep_best(candidates, k);
-      lists[1][b] = candidates;
+      lists[kMkEnds][b] = candidates;
+      candidates.clear();
+      for (int a = 0; a + 2 <= b; ++a) extend(a, tile_first_[a], tile_steps(a, b), candidates);
+      keep_best(candidates, k);
+      lists[kTileEnds][b] = candidates;
     }
-    std::vector<std::pair<Entry, int>> ends;  // entry, kind
-    for (int kind = 0; kind < 2; ++kind) {
-      for (int r = 0; r < static_cast<int>(lists[kind][n_].size()); ++r) {
-        ends.push_back({lists[kind][n_][r], kind});
+    std::vector<std::pair<Entry, int>> ends;  // entry, state
+    for (int state : kEndStates) {
+      for (int r = 0; r < static_cast<int>(lists[state][n_].size()); ++r) {
+        ends.push_back({lists[state][n_][r], state});
       }
     }
     std::sort(ends.begin(), ends.end(), [](const auto& x, const auto& y) {
@@ -438,16 +512,16 @@ class StageSearcher {
     for (int i = 0; i < std::min<int>(k, static_cast<int>(ends.size())); ++i) {
       StageCandidate c;
       c.key_ns = ends[i].first.cost;
-      // Walk back: each step is one region (mk) or one op of a conv region.
-      int b = n_, kind = ends[i].second;
+      // Walk back: each step is one region (mk, tile) or one op of a conv region.
+      int b = n_, state = ends[i].second;
       Entry e = ends[i].first;
       std::vector<Region> steps;
       for (;;) {
-        steps.push_back({kind == 0 ? RegionKind::conv : RegionKind::mk, e.from, b});
-        if (e.from_kind == kStart) break;
+        steps.push_back({kind_of(state), e.from, b});
+        if (e.from_kind == kAtStart) break;
         b = e.from;
-        kind = e.from_kind == kAfterConv ? 0 : 1;
-        e = lists[kind][b][e.from_rank];
+        state = e.from_kind;
+        e = lists[state][b][e.from_rank];
       }
       std::reverse(steps.begin(), steps.end());
       for (const Region& r : steps) {
@@ -470,57 +544,52 @@ class StageSearcher {
     const int f = static_cast<int>(floor);
     struct Way {
       TimeNs cost = kInf;
-      int from = 0;          // the cut it came from
-      int8_t from_kind = 0;  // kStart, kAfterConv or kAfterMk: the state it came from
+      int from = 0;                 // the cut it came from
+      int8_t from_kind = kAtStart;  // the State it came from
       int from_ops = 0;
     };
-    // ways[kind][b * (f + 1) + ops], kind 0 conv, 1 mk.
-    std::array<std::vector<Way>, 2> ways;
+    // ways[state][b * (f + 1) + ops].
+    std::array<std::vector<Way>, 3> ways;
     for (auto& w : ways) w.assign(static_cast<size_t>(n_ + 1) * (f + 1), {});
-    auto at = [&](int kind, int b, int ops) -> Way& { return ways[kind][b * (f + 1) + ops]; };
+    auto at = [&](int state, int b, int ops) -> Way& { return ways[state][b * (f + 1) + ops]; };
     auto offer = [](Way& to, Way from) {
       if (from.cost < to.cost) to = from;
     };
-    constexpr std::array<int, 2> kBefore = {kAfterConv, kAfterMk};  // after a conv, an mk region
-    for (int b = 1; b <= n_; ++b) {
-      // Op b - 1 as a conv step.
-      const int op = b - 1;
-      if (op == 0) {
-        if (conv_[0][kStart] < kInf) offer(at(0, b, 0), {conv_[0][kStart], 0, kStart, 0});
-      } else {
-        for (int kind = 0; kind < 2; ++kind) {
-          const TimeNs step = conv_[op][kBefore[kind]];
-          if (step >= kInf) continue;
-          for (int ops = 0; ops <= f; ++ops) {
-            const TimeNs c = at(kind, op, ops).cost;
-            if (c < kInf) offer(at(0, b, ops), {c + step, op, int8_t(kBefore[kind]), ops});
-          }
+    // A region [a, b) of `mk_ops` ops in mk regions that costs cost[before] + extra, into `to`.
+    auto enter = [&](int a, int b, int to, const std::array<TimeNs, 3>& cost, TimeNs extra,
+                     int mk_ops) {
+      if (extra >= kInf) return;
+      if (a == 0) {
+        if (cost[kStart] < kInf) {
+          offer(at(to, b, std::min(f, mk_ops)), {cost[kStart] + extra, 0, kAtStart, 0});
+        }
+        return;
+      }
+      for (int state : kEndStates) {
+        const TimeNs into = cost[before_of(state)];
+        if (into >= kInf) continue;
+        for (int ops = 0; ops <= f; ++ops) {
+          const TimeNs c = at(state, a, ops).cost;
+          if (c >= kInf) continue;
+          offer(at(to, b, std::min(f, ops + mk_ops)),
+                {c + into + extra, a, static_cast<int8_t>(state), ops});
         }
       }
-      // An mk region [a, b).
+    };
+    for (int b = 1; b <= n_; ++b) {
+      enter(b - 1, b, kConvEnds, conv_[b - 1], 0, 0);  // op b - 1 as a conv step
       for (int a = 0; a < b; ++a) {
-        if (b > mk_limit_[a] || makespan_[a][b - a - 1] < 0) continue;
-        const TimeNs work = makespan_[a][b - a - 1];
-        if (a == 0) {
-          if (overhead_[0][kStart] < kInf) {
-            offer(at(1, b, std::min(f, b)), {overhead_[0][kStart] + work, 0, kStart, 0});
-          }
-          continue;
+        if (b <= mk_limit_[a] && makespan_[a][b - a - 1] >= 0) {
+          enter(a, b, kMkEnds, overhead_[a], makespan_[a][b - a - 1], b - a);
         }
-        for (int kind = 0; kind < 2; ++kind) {
-          const TimeNs into = overhead_[a][kBefore[kind]];
-          if (into >= kInf) continue;
-          for (int ops = 0; ops <= f; ++ops) {
-            const TimeNs c = at(kind, a, ops).cost;
-            if (c >= kInf) continue;
-            offer(at(1, b, std::min(f, ops + b - a)),
-                  {c + into + work, a, int8_t(kBefore[kind]), ops});
-          }
-        }
+        enter(a, b, kTileEnds, tile_first_[a], tile_steps(a, b), 0);
       }
     }
-    int kind = at(1, n_, f).cost < at(0, n_, f).cost ? 1 : 0;
-    Way w = at(kind, n_, f);
+    int state = kConvEnds;
+    for (int s : kEndStates) {
+      if (at(s, n_, f).cost < at(state, n_, f).cost) state = s;
+    }
+    Way w = at(state, n_, f);
     if (w.cost >= kInf) {
       throw Error("stage " + stage_ + " at batch " + std::to_string(batch_) +
                   ": no composition the profile can time has " + std::to_string(floor) +
@@ -529,17 +598,17 @@ class StageSearcher {
     StageCandidate out;
     out.key_ns = w.cost;
     for (int b = n_;;) {
-      const Region r{kind == 0 ? RegionKind::conv : RegionKind::mk, w.from, b};
+      const Region r{kind_of(state), w.from, b};
       if (r.kind == RegionKind::conv && !out.regions.empty() &&
           out.regions.back().kind == RegionKind::conv) {
         out.regions.back().begin = r.begin;
       } else {
         out.regions.push_back(r);
       }
-      if (w.from_kind == kStart) break;
+      if (w.from_kind == kAtStart) break;
       b = w.from;
-      kind = w.from_kind == kAfterConv ? 0 : 1;
-      w = at(kind, b, w.from_ops);
+      state = w.from_kind;
+      w = at(state, b, w.from_ops);
     }
     std::reverse(out.regions.begin(), out.regions.end());
     return out;
@@ -551,15 +620,21 @@ class StageSearcher {
   SearchOptions options_;
   int n_;
   MkRegionEvaluator evaluator_;
-  std::vector<std::array<TimeNs, 3>> conv_;      // [op][before]: the op alone as a conv step
-  std::vector<std::array<TimeNs, 3>> overhead_;  // [op][before]: an mk region from op, less work
-  std::vector<std::vector<TimeNs>> makespan_;    // [a][b - a - 1]: mk[a:b]'s work, -1 unknown
-  std::vector<int> mk_limit_;                    // mk regions from a end at most here
-  std::vector<double> bytes_ns_, work_ns_;       // prefix sums over ops
-  std::vector<double> longest_ns_;               // per op: its longest task, alone
-  std::vector<std::vector<TimeNs>> lb_;          // [a][b - a - 1]: mk[a:b]'s work, or a bound
-  std::vector<std::array<TimeNs, 3>> prefix_, suffix_;
-  std::array<std::vector<std::vector<Entry>>, 2> lists_;  // k_best's, per kind and cut
+  std::vector<std::array<TimeNs, 3>> conv_;        // [op][before]: the op alone as a conv step
+  std::vector<std::array<TimeNs, 3>> overhead_;    // [op][before]: an mk region from op, less work
+  std::vector<std::array<TimeNs, 3>> tile_first_;  // [op][before]: a tile region's first op
+  // Prefix sums over ops of a tile region's step after the op before (tile_steps), and of the
+  // ops that have none.
+  std::vector<TimeNs> tile_steps_;
+  std::vector<int> tile_gaps_;
+  std::vector<std::vector<TimeNs>> makespan_;  // [a][b - a - 1]: mk[a:b]'s work, -1 unknown
+  std::vector<int> mk_limit_;                  // mk regions from a end at most here
+  std::vector<double> bytes_ns_, work_ns_;     // prefix sums over ops
+  std::vector<double> longest_ns_;             // per op: its longest task, alone
+  std::vector<std::vector<TimeNs>> lb_;        // [a][b - a - 1]: mk[a:b]'s work, or a bound
+  std::vector<std::array<TimeNs, 3>> prefix_;  // [b][state]: bound_all's
+  std::vector<std::array<TimeNs, 3>> suffix_;  // [b][before]: bound_all's
+  std::array<std::vector<std::vector<Entry>>, 3> lists_;  // k_best's, per state and cut
   std::vector<TimeNs> local_upper_, any_upper_, rest_;    // bound_locally's
   int64_t single_mk_ops_ = 0;                             // ops with a task benchmark
   int64_t single_mk_tasks_ = 0;
@@ -574,7 +649,7 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
 
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
                              int top_k, bool canonical_only, double hidden_launch_share,
-                             int64_t least_mk_ops) {
+                             int64_t least_mk_ops, bool tile) {
   const auto start = std::chrono::steady_clock::now();
   const int n = sim.graph(stage, batch).op_count();
   if (n > kExhaustiveMaxOps) {
@@ -582,20 +657,22 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
                 " ops; enumeration is limited to " + std::to_string(kExhaustiveMaxOps));
   }
   if (top_k < 1) throw Error("exhaustive search: top K must be at least 1");
-  // cost[kind][a][b][before], kInf where the profile cannot time it.
-  std::array<std::vector<std::vector<std::array<TimeNs, 3>>>, 2> cost;
+  // cost[state][a][b][before], kInf where the profile cannot time it; tile regions of two ops
+  // or more, as the search makes them.
+  std::array<std::vector<std::vector<std::array<TimeNs, 3>>>, 3> cost;
   int64_t simulated = 0;
-  for (int kind = 0; kind < 2; ++kind) {
+  for (int kind : kEndStates) {
     cost[kind].assign(n, std::vector<std::array<TimeNs, 3>>(n + 1, {kInf, kInf, kInf}));
     for (int a = 0; a < n; ++a) {
       for (int b = a + 1; b <= n; ++b) {
+        if (kind == kTileEnds && (b - a < 2 || !tile)) continue;
         for (int before : {kStart, kAfterConv, kAfterMk}) {
           if ((a == 0) != (before == kStart)) continue;
           try {
-            const Region r{kind == 0 ? RegionKind::conv : RegionKind::mk, a, b};
+            const Region r{kind_of(kind), a, b};
             cost[kind][a][b][before] = region_key_ns(
                 *sim.simulate_region(stage, batch, r, kBoundary[before]), hidden_launch_share);
-            if (kind == 1) ++simulated;
+            if (kind == kMkEnds) ++simulated;
           } catch (const Error&) {
           }
         }
@@ -609,7 +686,7 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
   std::priority_queue<Found> worst_first;
   std::vector<StageCandidate> found;
   std::vector<Region> regions;
-  auto visit = [&](auto&& self, int pos, int before, TimeNs so_far, int64_t mk_ops) -> void {
+  auto visit = [&](auto&& self, int pos, int last, TimeNs so_far, int64_t mk_ops) -> void {
     // Ties keep the composition found first.
     if (static_cast<int>(worst_first.size()) == top_k && so_far >= worst_first.top().first) return;
     if (mk_ops + (n - pos) < least_mk_ops) return;
@@ -620,18 +697,17 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
       return;
     }
     for (int b = pos + 1; b <= n; ++b) {
-      for (int kind = 0; kind < 2; ++kind) {
-        if (canonical_only && kind == 0 && before == kAfterConv) continue;
-        const TimeNs c = cost[kind][pos][b][before];
+      for (int kind : kEndStates) {
+        if (canonical_only && kind == kConvEnds && last == kConvEnds) continue;
+        const TimeNs c = cost[kind][pos][b][before_of(last)];
         if (c >= kInf) continue;
-        regions.push_back({kind == 0 ? RegionKind::conv : RegionKind::mk, pos, b});
-        self(self, b, kind == 0 ? kAfterConv : kAfterMk, so_far + c,
-             mk_ops + (kind == 1 ? b - pos : 0));
+        regions.push_back({kind_of(kind), pos, b});
+        self(self, b, kind, so_far + c, mk_ops + (kind == kMkEnds ? b - pos : 0));
         regions.pop_back();
       }
     }
   };
-  visit(visit, 0, kStart, 0, 0);
+  visit(visit, 0, kAtStart, 0, 0);
   std::vector<int64_t> kept;
   while (!worst_first.empty()) {
     kept.push_back(worst_first.top().second);

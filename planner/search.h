@@ -99,6 +99,9 @@ struct SearchOptions {
   // (region_key_ns). 0 for a stage run alone. The planner takes it from the primary
   // objective's sequence; the other sequence's key is then approximate.
   double hidden_launch_share = 0;
+  // Tile regions too (of two ops or more: one op alone is a conv region of our kernel). A
+  // profile without what they need (Simulator::simulate_region says what) has none.
+  bool tile = true;
   // Shares in (0, 1]: for each, also the best composition with at least that share of the ops
   // that can run in mk regions inside them (StageSearch::at_coverage). Turns pruning off.
   std::vector<double> coverage_floors;
@@ -129,12 +132,13 @@ StageSearch search_stage(simulator::Simulator& sim, std::string_view stage, int6
                          const SearchOptions& options = {});
 
 // Every composition of the stage, each region timed by Simulator::simulate_region and counted
-// at region_key_ns; the K best of those with at least `least_mk_ops` ops in mk regions.
-// `canonical_only` skips compositions with adjacent conv regions (which time the same as their
-// merge). Refuses stages of more than kExhaustiveMaxOps ops: there are about 2 x 3^(n-1).
+// at region_key_ns; the K best of those with at least `least_mk_ops` ops in mk regions. Tile
+// regions (with `tile`) have two ops or more, as the search makes them. `canonical_only` skips
+// compositions with adjacent conv regions (which time the same as their merge). Refuses stages
+// of more than kExhaustiveMaxOps ops: there are about 3 x 4^(n-1) with tile regions.
 inline constexpr int kExhaustiveMaxOps = 18;
 StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, int64_t batch,
                              int top_k, bool canonical_only = true, double hidden_launch_share = 0,
-                             int64_t least_mk_ops = 0);
+                             int64_t least_mk_ops = 0, bool tile = true);
 
 }  // namespace megacut::planner

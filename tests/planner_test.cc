@@ -52,12 +52,17 @@ Profile random_profile(const std::string& model, const std::vector<int64_t>& bat
   p.micro.region_launch_ns = c(uniform(0, 5000));
   p.micro.region_drain_ns = c(uniform(0, 3000));
   p.micro.counter_signal_to_wait_ns = c(uniform(0, 1500));
+  p.micro.dependent_launch_ns = c(uniform(0, 3000));
   const std::vector<int> threads = {64, 128, 256, 512, 1024};
   for (model::BatchProfile& b : p.batches) {
     for (model::StageProfile& s : b.stages) {
       for (model::OpProfile& op : s.ops) {
         op.conv->duration_ns = c(uniform(300, 20000));
         if (op.conv->gap_to_next_ns) op.conv->gap_to_next_ns = c(uniform(0, 3000));
+        // Kernels that share SMs or fill them, for tile regions.
+        op.conv->launch.block = {threads[rng() % threads.size()], 1, 1};
+        op.conv->launch.registers = static_cast<int>(uniform(24, 255));
+        op.conv->launch.smem_bytes = static_cast<int64_t>(uniform(0, 200 * 1024));
         const double solo = uniform(50, 6000), shared = uniform(0, 1500);
         for (model::TaskBenchmark& t : op.tasks) {
           t.duration_ns = c((solo + shared * std::min(t.ctas, 8)) * uniform(0.9, 1.1));
@@ -165,7 +170,7 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
   // 96 cases: one-layer llama and qwen3, prefill and decode, batches 1 and 2, 12 random
   // profiles each, K from 1 to 8. The DP's K best times equal the exhaustive enumeration's,
   // and its best equals the best over every composition, adjacent conv regions included.
-  int cases = 0, mixed_optima = 0;
+  int cases = 0, mixed_optima = 0, tile_optima = 0;
   int64_t regions = 0, simulated = 0, resumed = 0;
   for (const std::string family : {"llama", "qwen3"}) {
     for (uint32_t seed = 100; seed < 112; ++seed) {
@@ -184,6 +189,8 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
           mixed_optima += std::adjacent_find(best.begin(), best.end(), [](auto& x, auto& y) {
                             return x.kind != y.kind;
                           }) != best.end();
+          tile_optima +=
+              std::ranges::any_of(best, [](const Region& r) { return r.kind == RegionKind::tile; });
           ++cases;
           regions += dp.stats.mk_regions;
           simulated += dp.stats.mk_simulated;
@@ -193,14 +200,19 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
     }
   }
   EXPECT_EQ(cases, 96);
-  // The random profiles are meant to exercise cuts, not just all-conv or all-mk answers.
+  // The random profiles are meant to exercise cuts, not just all-conv or all-mk answers, and
+  // every kind of region.
   EXPECT_GT(mixed_optima, 10);
+  EXPECT_GT(tile_optima, 10);
+  EXPECT_LT(tile_optima, cases);
   // ... and to exercise both shortcuts: bounds that prune, resumed simulations.
   EXPECT_LT(simulated, regions);
   EXPECT_GT(resumed, 0);
-  std::printf("%d cases, %d with mixed optima; %lld of %lld mk regions simulated, %lld resumed\n",
-              cases, mixed_optima, static_cast<long long>(simulated),
-              static_cast<long long>(regions), static_cast<long long>(resumed));
+  std::printf(
+      "%d cases, %d with mixed optima, %d with tile regions; %lld of %lld mk regions simulated, "
+      "%lld resumed\n",
+      cases, mixed_optima, tile_optima, static_cast<long long>(simulated),
+      static_cast<long long>(regions), static_cast<long long>(resumed));
 }
 
 // A launch sweep with a per-node launch and trace excess, so that graph launches weigh by
