@@ -25,6 +25,7 @@
 #include "executor/tensor_map.h"
 #include "executor/tile_dispatch.cuh"
 #include "executor/tile_layouts.cuh"
+#include "executor/tile_sync.cuh"
 #include "model/error.h"
 
 namespace megacut::executor {
@@ -45,15 +46,36 @@ constexpr int min_blocks_per_sm() {
   }
 }
 
+// A CTA of one tile, `tile`, which `run` computes: as a conventional kernel's (sync.counters
+// null) or as a tile region's (executor/tile_sync.cuh). The body is inlined once.
+template <int kThreads, class Run>
+__device__ __forceinline__ void run_tile(const TileSync& sync, long long tile, const Run& run) {
+  const bool tiled = sync.counters != nullptr;
+  unsigned long long run_index = 0;
+  bool ok = true;
+  if (tiled) {
+    run_index = enter_tile_region(sync);
+    ok = __syncthreads_and(wait_tile_inputs<kThreads>(sync, tile, run_index));
+  } else {
+    wait_for_prior_grids();
+  }
+  if (ok) run();
+  if (tiled) {
+    __syncthreads();
+    if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
+    leave_tile_region(sync);
+  } else {
+    // After the work, not before: a dependent launched early holds SM resources while it
+    // waits, which a kernel of several waves of CTAs still needs.
+    allow_dependent_launch();
+  }
+}
+
 template <class Body>
 __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
-    tile_kernel(const typename Body::Layout layout) {
+    tile_kernel(const typename Body::Layout layout, const TileSync sync) {
   extern __shared__ __align__(128) char smem[];
-  wait_for_prior_grids();
-  Body::run(layout, blockIdx.x, smem);
-  // After the work, not before: a dependent launched early holds SM resources while it waits,
-  // which a kernel of several waves of CTAs still needs.
-  allow_dependent_launch();
+  run_tile<Body::kThreads>(sync, blockIdx.x, [&] { Body::run(layout, blockIdx.x, smem); });
 }
 
 // The tile the i-th CTA of a mapped body's kernel takes: the tiles in groups of kGroupRows row
@@ -73,35 +95,42 @@ __device__ long long grouped_tile(const tiles::TileGrid& grid, long long i) {
 // A mapped body's kernel (tiles::MappedBody): tile_kernel's, with the body's tensor maps.
 template <class Body>
 __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
-    mapped_kernel(const __grid_constant__ OperandMapParams maps,
-                  const typename Body::Layout layout) {
+    mapped_kernel(const __grid_constant__ OperandMapParams maps, const typename Body::Layout layout,
+                  const TileSync sync) {
   extern __shared__ __align__(128) char smem[];
-  wait_for_prior_grids();
-  Body::run(layout, grouped_tile(layout.grid, blockIdx.x), smem,
-            reinterpret_cast<const char*>(&maps));
-  allow_dependent_launch();
+  const long long tile = grouped_tile(layout.grid, blockIdx.x);
+  run_tile<Body::kThreads>(
+      sync, tile, [&] { Body::run(layout, tile, smem, reinterpret_cast<const char*>(&maps)); });
 }
 
 // A streamed body's persistent kernel: shared memory is the body's scratch (scratch_bytes,
 // 128-byte aligned), then the room of the ring of `slots` slots; `map` is the weights' tensor
-// map. Thread kThreads streams the weights of the CTA's tiles; the body's threads run them.
+// map. Thread kThreads streams the weights of the CTA's tiles; the body's threads run them. In a
+// tile region (sync.counters) the body's threads wait for each tile's inputs together and
+// publish it once written; a tile whose wait gave up still takes its weights from the ring, so
+// that the producer never waits for consumers that left, but its result is void (the region's
+// error record says so) and is not published.
 template <class Body>
 __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, const typename Body::Layout layout,
-                  int scratch_bytes, int slots) {
-  static_assert(Body::kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
+                  int scratch_bytes, int slots, const TileSync sync) {
+  constexpr int kThreads = Body::kThreads;
+  static_assert(kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
   const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots};
   // A wait this long is a defect of ours: trap rather than hang.
   constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;
+  const bool tiled = sync.counters != nullptr;
   if (threadIdx.x == 0) init_stream_ring(ring);
-  __syncthreads();
+  // In a tile region the kernels before the region are done once the region's first kernel has
+  // passed its wait, which enter_tile_region makes (its __syncthreads publishes the ring too).
+  const unsigned long long run_index = tiled ? enter_tile_region(sync) : (__syncthreads(), 0ull);
   const long long count = layout.grid.count();
-  if (threadIdx.x == Body::kThreads) {
+  if (threadIdx.x == kThreads) {
     const unsigned long long policy = tiles::stream_cache_policy();
     unsigned position = 0;
-    bool after_prior_grids = false;
+    bool after_prior_grids = tiled;
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
       const tiles::StreamPlan plan = Body::stream(layout, tile, &map);
       if (plan.after_prior_grids && !after_prior_grids) {
@@ -113,14 +142,24 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
         return false;
       });
     }
-  } else if (threadIdx.x < Body::kThreads) {
-    wait_for_prior_grids();
+  } else if (threadIdx.x < kThreads) {
+    if (!tiled) wait_for_prior_grids();
     tiles::StreamCursor weights{ring, 0, kTimeoutNs};
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
+      const bool ok =
+          !tiled || consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
       Body::run(layout, tile, smem, weights);
+      if (tiled) {
+        consumer_sync<kThreads>();
+        if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
+      }
     }
   }
-  allow_dependent_launch();
+  if (tiled) {
+    leave_tile_region(sync);
+  } else {
+    allow_dependent_launch();
+  }
 }
 
 constexpr int kDefaultSmemBytes = 48 * 1024;
@@ -201,7 +240,8 @@ StreamLaunch stream_launch(const typename Body::Layout& layout) {
 }
 
 template <class Body>
-void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool pdl) {
+void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool pdl,
+                  const TileSync& sync) {
   if constexpr (tiles::StreamedBody<Body>) {
     const StreamLaunch s = stream_launch<Body>(layout);
     const KernelLaunch launch(static_cast<unsigned>(s.ctas),
@@ -209,7 +249,7 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool
                               static_cast<size_t>(s.smem_bytes()), stream, pdl);
     const CUtensorMap map = encode_tensor_map(Body::map_shape(layout), "a linear's weights");
     CUDA_CHECK(cudaLaunchKernelEx(launch.config(), stream_kernel<Body>, map, layout,
-                                  s.scratch_bytes, s.slots));
+                                  s.scratch_bytes, s.slots, sync));
   } else {
     const int smem_bytes = Body::smem_bytes(layout);
     if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
@@ -218,9 +258,9 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool
                               static_cast<size_t>(smem_bytes), stream, pdl);
     if constexpr (tiles::MappedBody<Body>) {
       const OperandMapParams maps = encode_operand_maps(Body::operand_maps(layout), "a linear");
-      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), mapped_kernel<Body>, maps, layout));
+      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), mapped_kernel<Body>, maps, layout, sync));
     } else {
-      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout));
+      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout, sync));
     }
   }
 }
@@ -280,12 +320,15 @@ void prepare_kernels() {
 }
 
 void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
-               LinearProvider provider, KernelContext* context, bool pdl) {
+               LinearProvider provider, KernelContext* context, bool pdl, const TileSync* sync) {
   const Op& o = graph.op(op);
   const bool lm_head = o.kind->name() == "lm-head";
   // cuBLASLt takes any tiling; our bodies need theirs. step-head always runs our body: its head
   // is chosen by a step that only the device holds.
   if (provider == LinearProvider::cublaslt && model::cublaslt_can_run(o.kind->name())) {
+    if (sync != nullptr) {
+      throw Error("op " + o.name + ": a tile region's kernels are ours, not cuBLASLt's");
+    }
     if (context == nullptr) {
       throw Error("op " + o.name + ": the cuBLASLt provider needs a KernelContext");
     }
@@ -295,7 +338,7 @@ void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStre
   }
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
-    launch_tiles<Body>(layout, stream, pdl);
+    launch_tiles<Body>(layout, stream, pdl, sync != nullptr ? *sync : TileSync{});
   });
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "executor/stage_buffers.h"
+#include "executor/tile_sync_abi.h"
 #include "model/graph.h"
 #include "model/linear_provider.h"
 
@@ -50,12 +51,13 @@ class KernelContext {
 
 // Launches op `op` of `graph` on `stream`: one CTA per tile of op.tiling. With `pdl` our tile
 // kernel is launched with Programmatic Dependent Launch (executor/launch.h); cuBLASLt's never
-// are. Throws megacut::Error when the tile bodies do not support the op (see can_implement in
+// are. With `sync`, as a kernel of a tile region (executor/tile_region.h fills it; our kernel
+// only). Throws megacut::Error when the tile bodies do not support the op (see can_implement in
 // executor/tile_layouts.cuh), when a buffer is missing, when the cuBLASLt provider is asked
-// for without a context, or when a launch fails.
+// for without a context or in a tile region, or when a launch fails.
 void launch_op(const model::Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
                LinearProvider provider = LinearProvider::ours, KernelContext* context = nullptr,
-               bool pdl = false);
+               bool pdl = false, const TileSync* sync = nullptr);
 
 // Raises the dynamic shared-memory limit of every tile kernel that needs more than the default
 // 48 KB, once per process; launch_op also does it on first use of each kernel. Call it before

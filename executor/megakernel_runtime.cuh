@@ -19,6 +19,7 @@
 #include "executor/counters.cuh"
 #include "executor/grid_dependency.cuh"
 #include "executor/megakernel_abi.cuh"
+#include "executor/tile_sync.cuh"
 #include "executor/tiles/mma.cuh"
 #include "executor/tiles/stream.cuh"
 
@@ -44,78 +45,11 @@ __device__ __forceinline__ void set_register_count() {
 #endif
 }
 
-// The runtime's barrier over the consumer threads: id 15, above the bodies' (tiles/common.cuh).
-// Not the .aligned forms (bar.sync, bar.red): the threads of a warp reach it from waits of
-// different lengths, and an aligned barrier reached by a warp not yet reconverged may release
-// before its other lanes arrive.
-inline constexpr int kRuntimeBarrier = 15;
-
-template <int kThreads>
-__device__ __forceinline__ void consumer_sync() {
-  asm volatile("barrier.sync %0, %1;" ::"n"(kRuntimeBarrier), "n"(kThreads) : "memory");
-}
-
-// True on every consumer thread when `ok` holds on every one.
-template <int kThreads>
-__device__ __forceinline__ bool consumer_sync_and(bool ok) {
-  unsigned all;
-  asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n barrier.red.and.pred q, %2, %3, p;\n"
-      " selp.u32 %0, 1, 0, q;\n}"
-      : "=r"(all)
-      : "r"(static_cast<unsigned>(ok)), "n"(kRuntimeBarrier), "n"(kThreads)
-      : "memory");
-  return all != 0;
-}
-
-__device__ __forceinline__ unsigned int smid() {
-  unsigned int id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
-}
-
-__device__ __forceinline__ bool region_failed(const Params& p) {
-  return *reinterpret_cast<volatile const unsigned int*>(&p.error->flag) != 0u;
-}
-
-// Records the first give-up of the launch: which task waited for which counter.
-__device__ __forceinline__ void record_hang(const Params& p, int task, int counter,
-                                            unsigned long long target, unsigned long long seen) {
-  if (atomicCAS(&p.error->flag, 0u, 1u) == 0u) {
-    p.error->region = p.region;
-    p.error->sm = static_cast<int>(smid());
-    p.error->block = static_cast<int>(blockIdx.x);
-    p.error->task = task;
-    p.error->counter = counter;
-    p.error->target = target;
-    p.error->seen = seen;
-    __threadfence();
-  }
-}
-
-// wait_counter's polls and back-off (executor/counters.cuh) for one dependency (Dep), bounded by
-// watchdog_ns of waiting, with a look at the error word between sleeps so that one hung wait
-// stops the whole region at once.
+// One dependency (Dep) of task `task` (executor/tile_sync.cuh: bounded by the watchdog, one
+// hung wait stopping the whole region at once).
 __device__ __forceinline__ bool wait_dep(const Params& p, int task, Dep dep,
                                          unsigned long long run) {
-  const uint64_t* counter = reinterpret_cast<const uint64_t*>(p.counters + dep.counter);
-  const unsigned long long target = run * static_cast<unsigned long long>(dep.count);
-  if (load_acquire(counter) >= target) return true;
-  const unsigned long long start = tiles::globaltimer_ns();
-  unsigned backoff_ns = kBackoffMinNs;
-  unsigned long long value = 0;
-  for (int poll = 1;; ++poll) {
-    value = load_acquire(counter);
-    if (value >= target) return true;
-    if (poll >= kSpinPolls) {
-      if (region_failed(p)) return false;
-      if (tiles::globaltimer_ns() - start > p.watchdog_ns) break;
-      __nanosleep(backoff_ns);
-      backoff_ns = min(2 * backoff_ns, kBackoffMaxNs);
-    }
-  }
-  record_hang(p, task, dep.counter, target, value);
-  return false;
+  return wait_dependency(p.counters, dep, run, p.watchdog_ns, p.error, p.region, task);
 }
 
 // The producer (one thread): the queue's weight streams, in queue order. It stops early only once

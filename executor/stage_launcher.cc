@@ -24,19 +24,19 @@ StageLauncher::StageLauncher(const model::Graph& graph, const StageBuffers& buff
                   " ops at op " + std::to_string(next));
     }
     next = r.end;
-    if (r.kind == model::RegionKind::tile) {
-      throw Error("stage " + graph.stage() + ": region " + std::to_string(i) + " tile[" +
-                  std::to_string(r.begin) + ":" + std::to_string(r.end) +
-                  "]: the executor cannot run tile regions yet (the simulator and planner "
-                  "predict them)");
-    }
+    mk_.push_back(nullptr);
+    tile_.push_back(nullptr);
     if (r.kind == model::RegionKind::mk) {
       RegionOptions o = mk_options;
       o.region_id = static_cast<int>(i);
       o.pdl = pdl;
-      mk_.push_back(std::make_unique<MegakernelRegion>(graph, r.begin, r.end, buffers, o));
-    } else {
-      mk_.push_back(nullptr);
+      mk_.back() = std::make_unique<MegakernelRegion>(graph, r.begin, r.end, buffers, o);
+    } else if (r.kind == model::RegionKind::tile) {
+      TileRegionOptions o;
+      o.region_id = static_cast<int>(i);
+      o.watchdog_ns = mk_options.watchdog_ns;
+      o.pdl = pdl;
+      tile_.back() = std::make_unique<TileRegion>(graph, r.begin, r.end, buffers, o);
     }
   }
   if (next != graph.op_count()) {
@@ -53,6 +53,10 @@ void StageLauncher::launch(cudaStream_t stream) {
       mk_[i]->launch(stream);
       continue;
     }
+    if (tile_[i]) {
+      tile_[i]->launch(stream);
+      continue;
+    }
     for (int op = regions_[i].begin; op < regions_[i].end; ++op) {
       launch_op(graph_, op, buffers_, stream, providers_.of(graph_.stage(), op), context_, pdl_);
     }
@@ -61,6 +65,9 @@ void StageLauncher::launch(cudaStream_t stream) {
 
 void StageLauncher::check(cudaStream_t stream) {
   for (const auto& region : mk_) {
+    if (region) region->check(stream);
+  }
+  for (const auto& region : tile_) {
     if (region) region->check(stream);
   }
 }

@@ -1,9 +1,11 @@
-// One stage of a composition: its regions in order, conv regions as one launch_op per op and
-// mk regions as one MegakernelRegion launch each, conv regions' linear ops on the provider
-// `providers` chooses (cuBLASLt's need `context`). launch() allocates nothing and never waits,
-// so the runner captures a whole stage into one CUDA graph; check() reports a region whose
-// watchdog fired. With `pdl` every kernel of ours (tile kernels, regions) is
-// launched with Programmatic Dependent Launch; cuBLASLt's are not.
+// One stage of a composition: its regions in order, conv regions as one launch_op per op, mk
+// regions as one MegakernelRegion launch each and tile regions as a TileRegion's kernels, conv
+// regions' linear ops on the provider `providers` chooses (cuBLASLt's need `context`; tile
+// regions run ours). launch() allocates nothing and never waits, so the runner captures a whole
+// stage into one CUDA graph; check() reports a region whose watchdog fired (mk_options'
+// watchdog_ns holds for tile regions too). With `pdl` every kernel of ours (tile kernels,
+// regions) is launched with Programmatic Dependent Launch; cuBLASLt's are not; a tile region's
+// kernels after its first always are.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +15,7 @@
 
 #include "executor/conventional.h"
 #include "executor/megakernel.h"
+#include "executor/tile_region.h"
 #include "model/composition.h"
 
 namespace megacut::executor {
@@ -38,7 +41,8 @@ class StageLauncher {
   model::ProviderChoice providers_;
   KernelContext* context_;
   bool pdl_;
-  std::vector<std::unique_ptr<MegakernelRegion>> mk_;  // by region; null for conv regions
+  std::vector<std::unique_ptr<MegakernelRegion>> mk_;  // by region; null for other kinds
+  std::vector<std::unique_ptr<TileRegion>> tile_;      // by region; null for other kinds
 };
 
 }  // namespace megacut::executor

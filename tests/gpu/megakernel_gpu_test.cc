@@ -31,6 +31,7 @@
 #include "executor/megakernel_schedule.h"
 #include "executor/op_support.h"
 #include "executor/runner.h"
+#include "executor/tile_region.h"
 #include "gpu_support.h"
 #include "model/config.h"
 #include "model/decoder.h"
@@ -123,6 +124,68 @@ TEST(MegakernelSchedule, DeadlockCheckRejectsPlantedTables) {
   dropped.tasks.erase(dropped.tasks.begin() + dropped.queue_begin[1] - 1);
   for (size_t q = 1; q < dropped.queue_begin.size(); ++q) --dropped.queue_begin[q];
   EXPECT_NE(find_deadlock(dropped).find("never signalled"), std::string::npos);
+}
+
+TEST(TileRegionTable, DeadlockCheckAcceptsEveryRegion) {
+  int checked = 0;
+  for (const char* name : {"tiny-llama", "tiny-qwen3", "llama-3.2-1b"}) {
+    for (int64_t batch : {1, 8}) {
+      for (const char* stage : {"prefill", "decode"}) {
+        const model::Graph g = stage_graph(name, batch, 16, stage);
+        for (int a = 0; a < g.op_count(); a += 3) {
+          for (int b : {a + 1, std::min(a + 5, g.op_count()), g.op_count()}) {
+            const TileTable t = make_tile_table(g, a, b);
+            EXPECT_EQ(find_tile_deadlock(t), "")
+                << name << " " << stage << " [" << a << ", " << b << ")";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+}
+
+TEST(TileRegionTable, ATileWaitsForWhatItReadsInsideTheRegion) {
+  // tiny-llama's decode at batch 1: op 1 is layer 0's fused norm and qkv, which reads all of
+  // op 0 (the embedding, one tile per row block); from op 1 on, op 0 is before the region.
+  const model::Graph g = stage_graph("tiny-llama", 1, 16, "decode");
+  const TileTable whole = make_tile_table(g, 0, g.op_count());
+  const TileTable later = make_tile_table(g, 1, g.op_count());
+  EXPECT_GT(whole.dep_offsets[1].back(), 0);
+  EXPECT_EQ(later.dep_offsets[0].back(), 0);
+  EXPECT_EQ(whole.tile_count, g.task_count());
+  EXPECT_EQ(later.tile_count, g.task_count() - g.op(0).tiling.count());
+}
+
+TEST(TileRegionTable, DeadlockCheckRejectsPlantedTables) {
+  const model::Graph g = stage_graph("tiny-llama", 8, 16, "prefill");
+  const TileTable good = make_tile_table(g, 1, 6);
+  ASSERT_EQ(find_tile_deadlock(good), "");
+  auto planted = [&](int slot, mk::Dep dep) {
+    TileTable t = good;
+    t.deps[slot].insert(t.deps[slot].begin(), dep);
+    for (size_t i = 1; i < t.dep_offsets[slot].size(); ++i) ++t.dep_offsets[slot][i];
+    return t;
+  };
+  // Tile 0 of the region's second op waits for a tile of its own op, of a later op, for its
+  // own op's count, for an earlier op's count with the wrong tile count, and for a counter of no
+  // tile.
+  EXPECT_NE(find_tile_deadlock(planted(1, {good.tile_counter[1] + 1, 1}))
+                .find("op 2, tile 0 waits for counter"),
+            std::string::npos);
+  EXPECT_NE(
+      find_tile_deadlock(planted(1, {good.tile_counter[3], 1})).find("not a tile of an earlier op"),
+      std::string::npos);
+  EXPECT_NE(find_tile_deadlock(planted(1, {good.op_counter(2), 1})).find("not an earlier op"),
+            std::string::npos);
+  EXPECT_NE(find_tile_deadlock(planted(1, {good.op_counter(1), 1000})).find("to count 1000"),
+            std::string::npos);
+  EXPECT_NE(find_tile_deadlock(planted(1, {good.tile_counter[0], 5})).find("not a tile"),
+            std::string::npos);
+  TileTable short_offsets = good;
+  short_offsets.dep_offsets[2].pop_back();
+  EXPECT_NE(find_tile_deadlock(short_offsets).find("no tiles of its own"), std::string::npos);
 }
 
 TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
@@ -270,14 +333,10 @@ bool expect_same_logits(const std::vector<float>& got, const std::vector<float>&
   return std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
 }
 
-// Greedy generation through a composition against the all-conventional run of the same model.
-void check_compositions(const std::vector<ModelCase>& cases, int per_case, int steps,
-                        uint64_t seed) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
-  for (const ModelCase& c : cases) {
-    for (int i = 0; i < per_case; ++i) runs.emplace_back(&c, random_composition(c, rng));
-  }
+// Greedy generation through each composition against the all-conventional run of the same
+// model (runs of one model case next to each other).
+void check_runs(const std::vector<std::pair<const ModelCase*, model::Composition>>& runs, int steps,
+                uint64_t seed) {
   precompile(runs);
   int bitwise = 0, compared = 0;
   const ModelCase* current = nullptr;
@@ -320,6 +379,41 @@ void check_compositions(const std::vector<ModelCase>& cases, int per_case, int s
               bitwise, compared, g_max_rel_l2);
 }
 
+void check_compositions(const std::vector<ModelCase>& cases, int per_case, int steps,
+                        uint64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
+  for (const ModelCase& c : cases) {
+    for (int i = 0; i < per_case; ++i) runs.emplace_back(&c, random_composition(c, rng));
+  }
+  check_runs(runs, steps, seed);
+}
+
+// Per case: every stage one tile region, then random compositions with their conv regions
+// turned into tile regions (beside mk regions).
+void check_tile_compositions(const std::vector<ModelCase>& cases, int per_case, int steps,
+                             uint64_t seed) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::vector<std::pair<const ModelCase*, model::Composition>> runs;
+  for (const ModelCase& c : cases) {
+    model::Composition all;
+    for (const model::Graph& g : c.graphs) {
+      all.stages.push_back({g.stage(), {{model::RegionKind::tile, 0, g.op_count()}}});
+    }
+    runs.emplace_back(&c, all);
+    for (int i = 0; i < per_case; ++i) {
+      model::Composition comp = random_composition(c, rng);
+      for (model::StageRegions& s : comp.stages) {
+        for (model::Region& r : s.regions) {
+          if (r.kind == model::RegionKind::conv) r.kind = model::RegionKind::tile;
+        }
+      }
+      runs.emplace_back(&c, comp);
+    }
+  }
+  check_runs(runs, steps, seed);
+}
+
 TEST(MegakernelGpu, RandomTinyCompositionsMatchConventional) {
   MEGACUT_REQUIRE_GPU();
   std::vector<ModelCase> cases;
@@ -334,6 +428,22 @@ TEST(MegakernelGpu, RandomLlama1bCompositionsMatchConventional) {
   std::vector<ModelCase> cases;
   for (int64_t batch : {1, 8}) cases.push_back(model_case("llama-3.2-1b", batch, 16));
   check_compositions(cases, 10, 1, 5);  // 20 compositions
+}
+
+TEST(TileRegionGpu, TinyCompositionsMatchConventional) {
+  MEGACUT_REQUIRE_GPU();
+  std::vector<ModelCase> cases;
+  for (const char* name : {"tiny-llama", "tiny-qwen3"}) {
+    for (int64_t batch : {1, 8}) cases.push_back(model_case(name, batch, 16));
+  }
+  check_tile_compositions(cases, 6, 2, 23);  // 28 compositions
+}
+
+TEST(TileRegionGpu, Llama1bCompositionsMatchConventional) {
+  MEGACUT_REQUIRE_GPU();
+  std::vector<ModelCase> cases;
+  for (int64_t batch : {1, 8}) cases.push_back(model_case("llama-3.2-1b", batch, 16));
+  check_tile_compositions(cases, 4, 1, 29);  // 10 compositions
 }
 
 // Each mk region of random Llama-3.2-1B compositions alone, the rest of the model conventional,
@@ -635,6 +745,41 @@ TEST(MegakernelGpu, PlantedHangEndsInWatchdogError) {
     }
   }
   region.check(stream);  // reported once, then cleared
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST(TileRegionGpu, PlantedHangEndsInWatchdogError) {
+  MEGACUT_REQUIRE_GPU();
+  const model::Graph g = stage_graph("tiny-llama", 8, 16, "prefill");
+  ZeroBuffers zero(g);
+  // Op 2's tile 0 waits for op 1's tile 0 to count 5 runs at once: it never will.
+  TileTable bad = make_tile_table(g, 1, 6);
+  bad.deps[1].insert(bad.deps[1].begin(), mk::Dep{bad.tile_counter[0], 5});
+  for (size_t i = 1; i < bad.dep_offsets[1].size(); ++i) ++bad.dep_offsets[1][i];
+  TileRegionOptions options;
+  options.region_id = 4;
+  options.watchdog_ns = 2'000'000;
+  EXPECT_THROW(TileRegion(g, bad, zero.buffers, options), Error);  // the host check
+
+  TileRegion region(g, bad, zero.buffers, options, /*verify=*/false);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  region.launch(stream);
+  try {
+    region.check(stream);
+    ADD_FAILURE() << "the planted hang was not reported";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    for (const char* word :
+         {"region 4 tile[1:6]", "watchdog", "on SM", "op 2 ", "tile 0 waited", "to reach 5"}) {
+      EXPECT_NE(text.find(word), std::string::npos) << word << " missing from: " << text;
+    }
+  }
+  region.check(stream);  // reported once, then cleared
+  // A good table on the same buffers completes, launch after launch (its counters run-scaled).
+  TileRegion good(g, make_tile_table(g, 1, 6), zero.buffers, options);
+  for (int launch = 0; launch < 3; ++launch) good.launch(stream);
+  good.check(stream);
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
