@@ -67,24 +67,30 @@ void print_wrapped(const std::string& text, size_t indent) {
   std::printf("\n");
 }
 
-// One line per stage: "conv", "mk", or how many mk regions over how many ops.
+// One line per stage: "conv", "mk", "tile", or how many mk and tile regions over how many ops.
 std::string summary(const Evaluated& e) {
   std::string text;
   for (const model::StageRegions& s : e.composition.stages) {
-    const auto regions = std::count_if(s.regions.begin(), s.regions.end(), [](const auto& r) {
-      return r.kind == model::RegionKind::mk;
-    });
-    const int ops = model::mk_op_count(s.regions);
     const int total = s.regions.back().end;
     text += (text.empty() ? "" : "; ") + s.stage + ": ";
-    if (regions == 0) {
-      text += "conv";
-    } else if (ops == total && regions == 1) {
-      text += "mk";
-    } else {
-      text += std::to_string(regions) + " mk over " + std::to_string(ops) + "/" +
-              std::to_string(total) + " ops";
+    if (s.regions.size() == 1) {
+      text += model::region_kind_name(s.regions.front().kind);
+      continue;
     }
+    std::string parts;
+    for (model::RegionKind kind : {model::RegionKind::mk, model::RegionKind::tile}) {
+      int regions = 0, ops = 0;
+      for (const model::Region& r : s.regions) {
+        if (r.kind != kind) continue;
+        ++regions;
+        ops += r.end - r.begin;
+      }
+      if (regions == 0) continue;
+      parts += (parts.empty() ? "" : ", ") + std::to_string(regions) + " " +
+               std::string(model::region_kind_name(kind)) + " over " + std::to_string(ops) + "/" +
+               std::to_string(total) + " ops";
+    }
+    text += parts.empty() ? "conv" : parts;
   }
   return text;
 }

@@ -29,10 +29,10 @@ namespace fs = std::filesystem;
 
 // Headers the generated source reaches outside executor/tiles/ (all of which it may reach):
 // their text is part of the cache key, so editing a tile body recompiles its regions.
-constexpr std::array kRuntimeHeaders = {"executor/counters.cuh", "executor/grid_dependency.cuh",
-                                        "executor/megakernel_abi.cuh",
-                                        "executor/megakernel_runtime.cuh",
-                                        "executor/tile_sync.cuh", "executor/tile_sync_abi.h"};
+constexpr std::array kRuntimeHeaders = {
+    "executor/counters.cuh",       "executor/grid_dependency.cuh",
+    "executor/megakernel_abi.cuh", "executor/megakernel_runtime.cuh",
+    "executor/tile_sync.cuh",      "executor/tile_sync_abi.h"};
 
 constexpr std::array kBodyHeaders = {
     "argmax", "attention", "audio_elementwise", "codebook_sum", "conv", "embedding", "kv_append",

@@ -119,6 +119,18 @@ BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, 
     // Some op has no standalone task benchmark: there is no one-megakernel baseline.
   }
   for (const StageSearch& s : searches) out.search.push_back({s.stage, s.stats});
+  // The search leaves out the tile regions the profile cannot time (one without the SM limits
+  // times none): say so rather than let their absence pass for a finding.
+  for (const model::StageShape& shape : shapes) {
+    if (shape.op_count < 2) continue;
+    try {
+      sim.simulate_region(shape.name, batch, {model::RegionKind::tile, 0, 2},
+                          simulator::Boundary::stage_start);
+    } catch (const Error& e) {
+      out.notes.push_back(std::string("tile regions not searched: ") + e.what());
+    }
+    break;
+  }
   out.pdl = options.sim.pdl;
   out.providers = sim.provider_choice(batch);
   return out;

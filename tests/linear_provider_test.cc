@@ -399,8 +399,10 @@ TEST(ValidationProvidersTest, CandidatesRunThePlansChoiceAndConvRunsCublasLtToo)
     }
     if (c.label() == "conv") EXPECT_TRUE(c.providers.all_ours());
     if (c.label() == "conv cublaslt") EXPECT_EQ(c.providers, every);
+    if (c.label() == "tile") EXPECT_TRUE(c.providers.all_ours());
   }
-  EXPECT_EQ(list.back().label(), "conv cublaslt");
+  EXPECT_EQ(list[list.size() - 2].label(), "conv cublaslt");
+  EXPECT_EQ(list.back().label(), "tile");
   // Candidates that run the same way are one: a choice outside conv regions changes nothing.
   std::vector<validation::Candidate> merged;
   validation::add_candidate(merged, "a", parse_composition("mk", g.shapes), false, every);

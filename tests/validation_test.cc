@@ -58,7 +58,7 @@ TEST(ValidationTest, CandidatesInOrderWithDuplicatesMergedUnderEveryLabel) {
       parse("prefill: mk[0:3] mk[3:]"),        // new
       parse("decode: mk[0:30]")};              // the same as top 3
   const std::vector<Candidate> list = validation_candidates(plan, kShapes, random, true);
-  ASSERT_EQ(list.size(), 6u);
+  ASSERT_EQ(list.size(), 7u);
   EXPECT_EQ(list[0].label(), "top 1, conv, random 1");
   EXPECT_EQ(list[0].text, "prefill: conv[0:30]; decode: conv[0:30]");
   EXPECT_FALSE(list[0].pdl);
@@ -69,10 +69,12 @@ TEST(ValidationTest, CandidatesInOrderWithDuplicatesMergedUnderEveryLabel) {
   EXPECT_EQ(list[4].label(), "conv+pdl");  // same composition, another run
   EXPECT_TRUE(list[4].pdl);
   EXPECT_EQ(list[4].text, list[0].text);
-  EXPECT_EQ(list[5].label(), "random 2");
-  EXPECT_EQ(list[5].text, "prefill: mk[0:3] mk[3:30]; decode: conv[0:30]");
+  EXPECT_EQ(list[5].label(), "tile");
+  EXPECT_EQ(list[5].text, "prefill: tile[0:30]; decode: tile[0:30]");
+  EXPECT_EQ(list[6].label(), "random 2");
+  EXPECT_EQ(list[6].text, "prefill: mk[0:3] mk[3:30]; decode: conv[0:30]");
 
-  EXPECT_EQ(validation_candidates(plan, kShapes, {}, false).size(), 4u);  // no conv+pdl
+  EXPECT_EQ(validation_candidates(plan, kShapes, {}, false).size(), 5u);  // no conv+pdl
 }
 
 TEST(ValidationTest, PredictionsComeFromTheProfileWithTheCandidatesPdl) {

@@ -285,6 +285,7 @@ std::vector<Candidate> validation_candidates(const planner::BatchPlan& plan,
   add_candidate(list, "conv", conv);
   if (with_pdl) add_candidate(list, "conv+pdl", conv, true);
   if (cublaslt) add_candidate(list, "conv cublaslt", conv, false, *cublaslt);
+  add_candidate(list, "tile", model::uniform_composition(shapes, model::RegionKind::tile));
   for (size_t i = 0; i < random.size(); ++i) {
     add_candidate(list, "random " + std::to_string(i + 1), random[i], false, plan.providers);
   }

@@ -66,9 +66,10 @@ void add_candidate(std::vector<Candidate>& list, std::string label,
 // The candidates of one batch, in this order: the plan's ranked compositions ("top 1" .. "top
 // K"), one megakernel per stage ("mk"), all conventional ("conv"), all conventional with PDL
 // ("conv+pdl", when `with_pdl`), all conventional with `cublaslt`'s ops on cuBLASLt ("conv
-// cublaslt", when given: every op that can), then `random` ("random 1" ..); duplicates merged.
-// The plan's compositions and the random ones run the plan's linear providers; "mk", "conv"
-// and "conv+pdl" our kernels only.
+// cublaslt", when given: every op that can), one tile region per stage ("tile"), then `random`
+// ("random 1" ..); duplicates merged. The plan's compositions and the random ones run the
+// plan's linear providers in their conv regions; "mk", "conv", "conv+pdl" and "tile" our
+// kernels only.
 std::vector<Candidate> validation_candidates(
     const planner::BatchPlan& plan, const std::vector<model::StageShape>& shapes,
     const std::vector<model::Composition>& random, bool with_pdl,
