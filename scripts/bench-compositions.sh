@@ -2,10 +2,10 @@
 # Compositions of Llama-3.2-1B and Qwen3-0.6B on the GPU at batch 1, 8 and 32 (P = 128): all
 # conventional (one CUDA graph per stage), the same with Programmatic Dependent Launch and with
 # cuBLASLt linears, one megakernel per stage, one megakernel per decoder layer (embedding and the
-# head conventional), and that with PDL. Prints a Markdown table per model of TTFO and decode step
+# head conventional), and that with PDL, and one tile region per stage (with PDL into it). Prints a Markdown table per model of TTFO and decode step
 # p50 and each megakernel region's configuration as `megacut run` printed it, and writes them to
 # OUT_DIR: bench-compositions.md, bench-compositions.json (one row per run: model, batch,
-# composition (conv, mk or layers), pdl, provider, ttfo_p50_ms, decode_p50_ms), and each run's
+# composition (conv, mk, layers or tile), pdl, provider, ttfo_p50_ms, decode_p50_ms), and each run's
 # measurement.json and log. Region kernels are compiled first, in parallel, into the kernel cache.
 # Usage: scripts/bench-compositions.sh [MEGACUT_BINARY] [OUT_DIR]
 #   MEGACUT_BENCH_MODELS (default "llama-3.2-1b qwen3-0.6b"), MEGACUT_BENCH_BATCHES ("1 8 32"),
@@ -19,9 +19,9 @@ read -r -a batches <<< "${MEGACUT_BENCH_BATCHES:-1 8 32}"
 runs=${MEGACUT_BENCH_RUNS:-20}
 mkdir -p "$out"
 
-names=(conv conv-pdl conv-cublaslt mk layers layers-pdl)
+names=(conv conv-pdl conv-cublaslt mk layers layers-pdl tile)
 declare -A flags=([conv]="" [conv-pdl]=--pdl [conv-cublaslt]="--provider cublaslt" [mk]=""
-                  [layers]="" [layers-pdl]=--pdl)
+                  [layers]="" [layers-pdl]=--pdl [tile]=--pdl)
 
 # One region per run of ops with the same decoder layer: mk for a layer, conv outside them.
 layers_of() {
@@ -53,6 +53,7 @@ composition_of() {  # model name
   case $2 in
     conv*) echo conv ;;
     mk) echo mk ;;
+    tile) echo tile ;;
     *) echo "${layers[$1]}" ;;
   esac
 }
@@ -90,7 +91,8 @@ out, runs = sys.argv[1], sys.argv[2]
 models, batches, names = sys.argv[3].split(), [int(b) for b in sys.argv[4].split()], sys.argv[5].split()
 label = {"conv": "all conventional", "conv-pdl": "all conventional",
          "conv-cublaslt": "all conventional", "mk": "one mk per stage",
-         "layers": "one mk per layer", "layers-pdl": "one mk per layer"}
+         "layers": "one mk per layer", "layers-pdl": "one mk per layer",
+         "tile": "one tile region per stage"}
 def path(model, batch, name, ext):
     return os.path.join(out, f"run-{model}-b{batch}-{name}.{ext}")
 rows = []
