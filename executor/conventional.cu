@@ -27,6 +27,7 @@
 #include "executor/tile_layouts.cuh"
 #include "executor/tile_sync.cuh"
 #include "model/error.h"
+#include "model/tensor.h"
 
 namespace megacut::executor {
 namespace {
@@ -46,45 +47,42 @@ constexpr int min_blocks_per_sm() {
   }
 }
 
-// A CTA of one tile, `tile`, which `run` computes: as a conventional kernel's (sync.counters
-// null) or as a tile region's (executor/tile_sync.cuh). The body is inlined once.
-template <int kThreads, class Run>
+// A CTA of one tile, `tile`, which `run` computes: as a conventional kernel's, or with kTiled
+// as a tile region's (executor/tile_sync.cuh; `sync` unused otherwise). Each kernel comes in
+// both kinds, so that the conventional one compiles exactly as it would alone.
+template <int kThreads, bool kTiled, class Run>
 __device__ __forceinline__ void run_tile(const TileSync& sync, long long tile, const Run& run) {
-  const bool tiled = sync.counters != nullptr;
-  unsigned long long run_index = 0;
-  bool ok = true;
-  if (tiled) {
-    run_index = enter_tile_region(sync);
-    ok = __syncthreads_and(wait_tile_inputs<kThreads>(sync, tile, run_index));
-  } else {
-    wait_for_prior_grids();
-  }
-  if (ok) run();
-  if (tiled) {
-    __syncthreads();
+  if constexpr (kTiled) {
+    const unsigned long long run_index = enter_tile_region(sync);
+    const bool ok = consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
+    if (ok) run();
+    consumer_sync<kThreads>();
     if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
     leave_tile_region(sync);
   } else {
+    wait_for_prior_grids();
+    run();
     // After the work, not before: a dependent launched early holds SM resources while it
     // waits, which a kernel of several waves of CTAs still needs.
     allow_dependent_launch();
   }
 }
 
-template <class Body>
+template <class Body, bool kTiled>
 __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
     tile_kernel(const typename Body::Layout layout, const TileSync sync) {
   extern __shared__ __align__(128) char smem[];
-  run_tile<Body::kThreads>(sync, blockIdx.x, [&] { Body::run(layout, blockIdx.x, smem); });
+  run_tile<Body::kThreads, kTiled>(sync, blockIdx.x, [&] { Body::run(layout, blockIdx.x, smem); });
 }
 
 // The tile the i-th CTA of a mapped body's kernel takes: the tiles in groups of kGroupRows row
 // tiles, each group walked one column of tiles at a time, so that the CTAs running at once read
 // a few row blocks of x and a few column blocks of W, which stay in L2, rather than every column
 // block of W for each row block of x in turn (a Llama-3.2-1B batch of 32 prompts re-read
-// gate_up's 64 MB of weights once per 128 rows).
+// gate_up's 64 MB of weights once per 128 rows). model::grouped_tile is its host twin, which the
+// simulator's tile regions follow.
 __device__ long long grouped_tile(const tiles::TileGrid& grid, long long i) {
-  constexpr long long kGroupRows = 8;
+  constexpr long long kGroupRows = model::kTileGroupRows;
   const long long cols = grid.col_tiles();
   const long long first = i / (kGroupRows * cols) * kGroupRows;
   const long long height = min(kGroupRows, grid.row_tiles() - first);
@@ -93,24 +91,26 @@ __device__ long long grouped_tile(const tiles::TileGrid& grid, long long i) {
 }
 
 // A mapped body's kernel (tiles::MappedBody): tile_kernel's, with the body's tensor maps.
-template <class Body>
+template <class Body, bool kTiled>
 __global__ void __launch_bounds__(Body::kThreads, min_blocks_per_sm<Body>())
     mapped_kernel(const __grid_constant__ OperandMapParams maps, const typename Body::Layout layout,
                   const TileSync sync) {
   extern __shared__ __align__(128) char smem[];
   const long long tile = grouped_tile(layout.grid, blockIdx.x);
-  run_tile<Body::kThreads>(
+  run_tile<Body::kThreads, kTiled>(
       sync, tile, [&] { Body::run(layout, tile, smem, reinterpret_cast<const char*>(&maps)); });
 }
 
 // A streamed body's persistent kernel: shared memory is the body's scratch (scratch_bytes,
 // 128-byte aligned), then the room of the ring of `slots` slots; `map` is the weights' tensor
-// map. Thread kThreads streams the weights of the CTA's tiles; the body's threads run them. In a
-// tile region (sync.counters) the body's threads wait for each tile's inputs together and
-// publish it once written; a tile whose wait gave up still takes its weights from the ring, so
-// that the producer never waits for consumers that left, but its result is void (the region's
-// error record says so) and is not published.
-template <class Body>
+// map. Thread kThreads streams the weights of the CTA's tiles; the body's threads run them. With
+// kTiled, in a tile region: the body's threads wait for each tile's inputs together and publish
+// it once written; a tile whose wait gave up still takes its weights from the ring, so that the
+// producer never waits for consumers that left, but its result is void (the region's error
+// record says so) and is not published. Weights are no kernel's output: in a tile region the
+// producer streams from the start, the kernels before the region being done once the region's
+// first kernel has passed its wait.
+template <class Body, bool kTiled>
 __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads, 1)
     stream_kernel(const __grid_constant__ CUtensorMap map, const typename Body::Layout layout,
                   int scratch_bytes, int slots, const TileSync sync) {
@@ -119,43 +119,48 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
   const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots};
-  // A wait this long is a defect of ours: trap rather than hang.
-  constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;
-  const bool tiled = sync.counters != nullptr;
+  // A wait this long is a defect of ours: trap rather than hang. In a tile region, well past the
+  // region's watchdog, which reports a hang first.
+  const unsigned long long timeout_ns = kTiled ? 4 * sync.watchdog_ns : 10'000'000'000ull;
   if (threadIdx.x == 0) init_stream_ring(ring);
-  // In a tile region the kernels before the region are done once the region's first kernel has
-  // passed its wait, which enter_tile_region makes (its __syncthreads publishes the ring too).
-  const unsigned long long run_index = tiled ? enter_tile_region(sync) : (__syncthreads(), 0ull);
+  unsigned long long run_index = 0;
+  if constexpr (kTiled) {
+    run_index = enter_tile_region(sync);  // its barrier publishes the ring too
+  } else {
+    __syncthreads();
+  }
   const long long count = layout.grid.count();
   if (threadIdx.x == kThreads) {
     const unsigned long long policy = tiles::stream_cache_policy();
     unsigned position = 0;
-    bool after_prior_grids = tiled;
+    bool after_prior_grids = kTiled;
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
       const tiles::StreamPlan plan = Body::stream(layout, tile, &map);
       if (plan.after_prior_grids && !after_prior_grids) {
         wait_for_prior_grids();
         after_prior_grids = true;
       }
-      tiles::produce_stream(ring, position, plan, policy, [](unsigned long long waited_ns) {
-        if (waited_ns > kTimeoutNs) __trap();
+      tiles::produce_stream(ring, position, plan, policy, [&](unsigned long long waited_ns) {
+        if (waited_ns > timeout_ns) __trap();
         return false;
       });
     }
   } else if (threadIdx.x < kThreads) {
-    if (!tiled) wait_for_prior_grids();
-    tiles::StreamCursor weights{ring, 0, kTimeoutNs};
+    if constexpr (!kTiled) wait_for_prior_grids();
+    tiles::StreamCursor weights{ring, 0, timeout_ns};
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
-      const bool ok =
-          !tiled || consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
-      Body::run(layout, tile, smem, weights);
-      if (tiled) {
+      if constexpr (kTiled) {
+        const bool ok =
+            consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
+        Body::run(layout, tile, smem, weights);
         consumer_sync<kThreads>();
         if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
+      } else {
+        Body::run(layout, tile, smem, weights);
       }
     }
   }
-  if (tiled) {
+  if constexpr (kTiled) {
     leave_tile_region(sync);
   } else {
     allow_dependent_launch();
@@ -165,22 +170,25 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
 constexpr int kDefaultSmemBytes = 48 * 1024;
 
 // The kernel that runs Body's tiles one CTA each.
-template <class Body>
+template <class Body, bool kTiled>
 constexpr auto* tile_kernel_of() {
   if constexpr (tiles::MappedBody<Body>) {
-    return mapped_kernel<Body>;
+    return mapped_kernel<Body, kTiled>;
   } else {
-    return tile_kernel<Body>;
+    return tile_kernel<Body, kTiled>;
   }
 }
 
-// Lets Body's tile kernel take up to the device's opt-in shared memory; once per process.
-template <class Body>
+// Lets Body's tile kernel take up to the device's opt-in shared memory less its static part;
+// once per process.
+template <class Body, bool kTiled>
 void raise_smem_limit() {
   static const bool raised = [] {
-    CUDA_CHECK(cudaFuncSetAttribute(tile_kernel_of<Body>(),
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    current_device().smem_per_block_optin));
+    cudaFuncAttributes attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, tile_kernel_of<Body, kTiled>()));
+    CUDA_CHECK(cudaFuncSetAttribute(
+        tile_kernel_of<Body, kTiled>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+        current_device().smem_per_block_optin - static_cast<int>(attributes.sharedSizeBytes)));
     return true;
   }();
   (void)raised;
@@ -205,7 +213,7 @@ struct StreamDevice {
   int dynamic_smem_bytes = 0;
 };
 
-template <class Body>
+template <class Body, bool kTiled>
 const StreamDevice& stream_device() {
   static const StreamDevice d = [] {
     const DeviceInfo device = current_device();
@@ -213,18 +221,19 @@ const StreamDevice& stream_device() {
     d.sm_count = device.sm_count;
     const int optin = device.smem_per_block_optin;
     cudaFuncAttributes attributes{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attributes, stream_kernel<Body>));
+    CUDA_CHECK(cudaFuncGetAttributes(&attributes, stream_kernel<Body, kTiled>));
     d.dynamic_smem_bytes = optin - static_cast<int>(attributes.sharedSizeBytes);
-    CUDA_CHECK(cudaFuncSetAttribute(
-        stream_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize, d.dynamic_smem_bytes));
+    CUDA_CHECK(cudaFuncSetAttribute(stream_kernel<Body, kTiled>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    d.dynamic_smem_bytes));
     return d;
   }();
   return d;
 }
 
-template <class Body>
+template <class Body, bool kTiled>
 StreamLaunch stream_launch(const typename Body::Layout& layout) {
-  const StreamDevice& d = stream_device<Body>();
+  const StreamDevice& d = stream_device<Body, kTiled>();
   StreamLaunch s;
   s.scratch_bytes = (Body::smem_bytes(layout) + 127) / 128 * 128;
   s.slots = tiles::stream_ring_slots(
@@ -239,45 +248,53 @@ StreamLaunch stream_launch(const typename Body::Layout& layout) {
   return s;
 }
 
-template <class Body>
+template <class Body, bool kTiled>
 void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool pdl,
                   const TileSync& sync) {
   if constexpr (tiles::StreamedBody<Body>) {
-    const StreamLaunch s = stream_launch<Body>(layout);
+    const StreamLaunch s = stream_launch<Body, kTiled>(layout);
     const KernelLaunch launch(static_cast<unsigned>(s.ctas),
                               Body::kThreads + tiles::kStreamProducerThreads,
                               static_cast<size_t>(s.smem_bytes()), stream, pdl);
     const CUtensorMap map = encode_tensor_map(Body::map_shape(layout), "a linear's weights");
-    CUDA_CHECK(cudaLaunchKernelEx(launch.config(), stream_kernel<Body>, map, layout,
+    CUDA_CHECK(cudaLaunchKernelEx(launch.config(), stream_kernel<Body, kTiled>, map, layout,
                                   s.scratch_bytes, s.slots, sync));
   } else {
     const int smem_bytes = Body::smem_bytes(layout);
-    if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body>();
+    if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body, kTiled>();
     const long long tiles = layout.grid.count();
     const KernelLaunch launch(static_cast<unsigned>(tiles), Body::kThreads,
                               static_cast<size_t>(smem_bytes), stream, pdl);
     if constexpr (tiles::MappedBody<Body>) {
       const OperandMapParams maps = encode_operand_maps(Body::operand_maps(layout), "a linear");
-      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), mapped_kernel<Body>, maps, layout, sync));
+      CUDA_CHECK(
+          cudaLaunchKernelEx(launch.config(), mapped_kernel<Body, kTiled>, maps, layout, sync));
     } else {
-      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body>, layout, sync));
+      CUDA_CHECK(cudaLaunchKernelEx(launch.config(), tile_kernel<Body, kTiled>, layout, sync));
     }
   }
 }
 
-// Every body whose shared memory can pass the default limit, for prepare_kernels.
+// Every body whose shared memory can pass the default limit, for prepare_kernels: its kernels
+// of both kinds.
 template <class... Bodies>
 void raise_all() {
-  (raise_smem_limit<Bodies>(), ...);
+  ((raise_smem_limit<Bodies, false>(), raise_smem_limit<Bodies, true>()), ...);
+}
+
+template <class Body>
+void raise_stream() {
+  stream_device<Body, false>();
+  stream_device<Body, true>();
 }
 
 template <typename OutT, int kCols, tiles::LinearFusion kFusion>
 void raise_stream_width() {
   using namespace tiles;
-  stream_device<LinearStreamTile<kCols, 1, OutT, kFusion>>();
-  stream_device<LinearStreamTile<kCols, 2, OutT, kFusion>>();
-  stream_device<LinearStreamTile<kCols, 4, OutT, kFusion>>();
-  stream_device<LinearStreamTile<kCols, 8, OutT, kFusion>>();
+  raise_stream<LinearStreamTile<kCols, 1, OutT, kFusion>>();
+  raise_stream<LinearStreamTile<kCols, 2, OutT, kFusion>>();
+  raise_stream<LinearStreamTile<kCols, 4, OutT, kFusion>>();
+  raise_stream<LinearStreamTile<kCols, 8, OutT, kFusion>>();
 }
 
 template <typename OutT, int kCols>
@@ -338,7 +355,11 @@ void launch_op(const Graph& graph, int op, const StageBuffers& buffers, cudaStre
   }
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
-    launch_tiles<Body>(layout, stream, pdl, sync != nullptr ? *sync : TileSync{});
+    if (sync != nullptr) {
+      launch_tiles<Body, true>(layout, stream, pdl, *sync);
+    } else {
+      launch_tiles<Body, false>(layout, stream, pdl, TileSync{});
+    }
   });
 }
 

@@ -52,7 +52,9 @@ std::string find_tile_deadlock(const TileTable& t) {
       static_cast<int>(t.dep_offsets.size()) != ops || static_cast<int>(t.deps.size()) != ops) {
     return where + "the tables do not have one entry per op";
   }
-  // Each op's tiles: [tile_counter[i], next op's).
+  // Each op's tiles: [tile_counter[i], next op's), from 0.
+  if (t.tile_counter[0] != 0)
+    return where + "op " + std::to_string(t.op_begin) + "'s tiles do not start at counter 0";
   for (int i = 0; i < ops; ++i) {
     const int end = i + 1 < ops ? t.tile_counter[i + 1] : t.tile_count;
     if (t.tile_counter[i] < 0 || end <= t.tile_counter[i] || end > t.tile_count ||
@@ -73,7 +75,7 @@ std::string find_tile_deadlock(const TileTable& t) {
       }
       for (int d = offsets[tile]; d < offsets[tile + 1]; ++d) {
         const mk::Dep dep = t.deps[i][d];
-        if (dep.counter >= t.tile_count && dep.counter < t.counter_count()) {
+        if (dep.counter >= t.tile_count && dep.counter < t.started_counter()) {
           const int slot = dep.counter - t.tile_count;
           const int tiles =
               (slot + 1 < ops ? t.tile_counter[slot + 1] : t.tile_count) - t.tile_counter[slot];
@@ -147,6 +149,7 @@ TileRegion::TileRegion(const model::Graph& graph, TileTable table, const StageBu
     s.watchdog_ns = options.watchdog_ns;
     s.tile_counter = t.tile_counter[i];
     s.op_counter = t.op_counter(t.op_begin + i);
+    s.started_counter = t.started_counter();
     s.first = i == 0 ? 1 : 0;
     s.region = options.region_id;
     m.syncs.push_back(s);
@@ -172,7 +175,8 @@ void TileRegion::check(cudaStream_t stream) {
   CUDA_CHECK(cudaMemset(m.error.get(), 0, sizeof e));
   const model::TaskId first = m.graph.first_task(m.table.op_begin);
   auto describe = [&](int counter) {
-    if (counter >= m.table.tile_count && counter < m.table.counter_count()) {
+    if (counter == m.table.started_counter()) return std::string("the region's first kernel");
+    if (counter >= m.table.tile_count && counter < m.table.started_counter()) {
       const int op = m.table.op_begin + (counter - m.table.tile_count);
       return "the count of op " + std::to_string(op) + " " + m.graph.op(op).name;
     }

@@ -31,7 +31,8 @@ namespace megacut::executor {
 struct TileTable {
   int op_begin = 0;
   int op_end = 0;
-  // Counters: one per tile of the region's ops, in task order, then one count per op.
+  // Counters: one per tile of the region's ops, in task order, then one count per op, then the
+  // region's start (executor/tile_sync.cuh).
   int tile_count = 0;
   // By op of the region (op - op_begin): its tile 0's counter, and each tile's dependencies,
   // dep_offsets[t] to dep_offsets[t + 1] into deps: a tile of an earlier op of the region
@@ -41,8 +42,9 @@ struct TileTable {
   std::vector<std::vector<mk::Dep>> deps;
 
   int op_count() const { return op_end - op_begin; }
-  int counter_count() const { return tile_count + op_count(); }
   int op_counter(int op) const { return tile_count + (op - op_begin); }
+  int started_counter() const { return tile_count + op_count(); }
+  int counter_count() const { return started_counter() + 1; }
 };
 
 // The tables of ops [op_begin, op_end) of `graph`: each tile waits for what the tile graph says
@@ -50,8 +52,9 @@ struct TileTable {
 // region's first kernel orders.
 TileTable make_tile_table(const model::Graph& graph, int op_begin, int op_end);
 
-// Empty when every tile of `table` waits only for tiles or counts of earlier ops of the region
-// (each count for all of its op's tiles); otherwise what is wrong, naming the op and tile.
+// Empty when the ops' tiles follow each other from counter 0 and every tile of `table` waits
+// only for tiles or counts of earlier ops of the region (each count for all of its op's
+// tiles); otherwise what is wrong, naming the op and tile.
 std::string find_tile_deadlock(const TileTable& table);
 
 struct TileRegionOptions {

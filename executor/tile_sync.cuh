@@ -8,7 +8,8 @@
 //    for the kernels before the region if it is the region's first: a kernel's CTAs are all
 //    resident or done before any CTA of the next one can be, so a CTA that waits on earlier
 //    tiles never holds an SM that an earlier kernel still needs (the host's proof:
-//    executor/tile_region.h);
+//    executor/tile_region.h); and it sees what the kernels before the region wrote through the
+//    region's start counter, which the first kernel sets once past its wait;
 //  - each tile first waits for the tiles of the region it reads (its mk::Dep list), and once
 //    written publishes its counter and adds one to its op's count;
 //  - at its end, unless it is the first, it waits for the kernel before it to complete: it
@@ -105,17 +106,28 @@ __device__ __forceinline__ bool wait_dependency(const unsigned long long* counte
 // ---- a tile region's kernel
 // ----------------------------------------------------------------------
 
-// Every thread of the CTA, first thing: returns the run index (launches counted from 1). Calls
-// __syncthreads.
+// Every thread of the CTA, first thing: returns the run index (launches counted from 1). Ends in
+// a barrier of the whole CTA (not the .aligned form: thread 0 may arrive from a wait). The region's first kernel waits for the kernels before the region and then
+// publishes the run on the region's start counter; a later kernel, which never waits for those
+// kernels, acquires it, so that what they wrote is visible to it too.
 __device__ __forceinline__ unsigned long long enter_tile_region(const TileSync& s) {
   __shared__ unsigned long long run;
   if (s.first) wait_for_prior_grids();
   allow_dependent_launch();
-  // Launches of a kernel never overlap (it waits, at its end or its start, for the one before
-  // it, which did the same for the launch before), so launch n's CTAs find n - 1 full grids of
-  // arrivals before their own.
-  if (threadIdx.x == 0) run = atomicAdd(s.arrivals, 1ull) / gridDim.x + 1;
-  __syncthreads();
+  if (threadIdx.x == 0) {
+    // Launches of a kernel never overlap (it waits, at its end or its start, for the one before
+    // it, which did the same for the launch before), so launch n's CTAs find n - 1 full grids
+    // of arrivals before their own.
+    run = atomicAdd(s.arrivals, 1ull) / gridDim.x + 1;
+    uint64_t* started = reinterpret_cast<uint64_t*>(s.counters + s.started_counter);
+    if (s.first) {
+      signal_counter(started, run);
+    } else {
+      wait_dependency(s.counters, mk::Dep{s.started_counter, 1}, run, s.watchdog_ns, s.error,
+                      s.region, s.tile_counter);
+    }
+  }
+  asm volatile("barrier.sync 0;" ::: "memory");
   return run;
 }
 

@@ -10,8 +10,8 @@
 namespace megacut::executor {
 
 struct TileSync {
-  // The region's counters: one per tile of its ops, then one count per op (mk::Dep). Null: the
-  // kernel is not in a tile region, and runs as a conventional kernel.
+  // The region's counters: one per tile of its ops, then one count per op (mk::Dep), then the
+  // region's start.
   unsigned long long* counters;
   unsigned long long* arrivals;  // this kernel's CTAs started, over all launches: the run index
   const int* dep_offsets;        // (tiles + 1): tile t waits for deps[dep_offsets[t], [t + 1])
@@ -20,6 +20,7 @@ struct TileSync {
   unsigned long long watchdog_ns;  // how long one wait may last before the region gives up
   int tile_counter;                // the counter of this op's tile 0
   int op_counter;                  // this op's count
+  int started_counter;             // set to the run by the region's first kernel once past its wait
   int first;   // the region's first kernel: it waits for the kernels before the region first
   int region;  // reported in errors
 };
