@@ -81,4 +81,12 @@ std::vector<int64_t> Tiling::tiles_overlapping(const Box& box) const {
   return tiles;
 }
 
+int64_t grouped_tile(const Tiling& tiling, int64_t i) {
+  const int64_t cols = tiling.col_tiles();
+  const int64_t first = i / (kTileGroupRows * cols) * kTileGroupRows;
+  const int64_t height = std::min(kTileGroupRows, tiling.row_tiles() - first);
+  const int64_t in_group = i - first * cols;
+  return (first + in_group % height) * cols + in_group / height;
+}
+
 }  // namespace megacut::model

@@ -67,4 +67,12 @@ struct Tiling {
   std::vector<int64_t> tiles_overlapping(const Box& box) const;
 };
 
+// The kernels that read their operands through tensor maps walk an op's tiles in groups of this
+// many row tiles, each group one column of tiles at a time, so that the CTAs running at once
+// share a few row blocks of the input and a few column blocks of the weights in L2
+// (executor/conventional.cu's device twin of grouped_tile).
+inline constexpr int64_t kTileGroupRows = 8;
+// The tile the i-th CTA of such a kernel takes.
+int64_t grouped_tile(const Tiling& tiling, int64_t i);
+
 }  // namespace megacut::model

@@ -19,8 +19,9 @@ namespace megacut::simulator {
 
 inline constexpr std::string_view kPredictionSchema = "megacut.prediction/2";
 
-// What ran before a region's first kernel: it decides the launch gap the region pays.
-enum class Boundary { stage_start, after_conv, after_mk };
+// What ran before a region's first kernel: it decides the launch gap the region pays. After a
+// tile region, the kernel before is one of ours whatever the provider choice says of its op.
+enum class Boundary { stage_start, after_conv, after_mk, after_tile };
 std::string_view boundary_name(Boundary boundary);
 
 // One region simulated on its own, from its boundary (the previous region's end) to its end.

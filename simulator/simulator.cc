@@ -154,6 +154,8 @@ std::string_view boundary_name(Boundary boundary) {
       return "after conv";
     case Boundary::after_mk:
       return "after mk";
+    case Boundary::after_tile:
+      return "after tile";
   }
   return "?";
 }
@@ -410,8 +412,7 @@ const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
                                                 const model::Region& region) {
   if (region.kind == model::RegionKind::tile && op >= region.begin && op < region.end) {
     // A tile region's kernels signal tile counters: ours, whatever the provider choice.
-    const model::OpProfile* p = s.profile->op(op);
-    if (p != nullptr && p->conv && p->conv->provider == "ours") return *p->conv;
+    if (const model::ConvKernel* k = our_kernel(s, op)) return *k;
     throw Error(where(s, op) + ": no conventional kernel of ours measured (needed by " +
                 region_text(region) + ", whose kernels are ours)");
   }
@@ -436,6 +437,11 @@ const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
   }
   throw Error(where(s, op) + ": no conventional kernel measured (needed by " + region_text(region) +
               ")");
+}
+
+const model::ConvKernel* Simulator::our_kernel(const StageState& s, int op) const {
+  const model::OpProfile* p = s.profile->op(op);
+  return p != nullptr && p->conv && p->conv->provider == "ours" ? &*p->conv : nullptr;
 }
 
 model::ProviderChoice Simulator::provider_choice(int64_t batch) {
@@ -553,8 +559,9 @@ MegakernelParams Simulator::megakernel_params() const {
 TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundary before) {
   const model::MicroBenchmarks& micro = profile_.micro;
   if (before == Boundary::stage_start) return s.launch_fixed_ns;
-  if (region.kind != model::RegionKind::mk && before == Boundary::after_conv) {
-    return conv_gap(s, region.begin - 1, region);
+  if (region.kind != model::RegionKind::mk &&
+      (before == Boundary::after_conv || before == Boundary::after_tile)) {
+    return conv_gap(s, region.begin - 1, region, before == Boundary::after_tile);
   }
   // With PDL, our kernels (regions, tile kernels) launch early; cuBLASLt's do not.
   const bool early = options_.pdl && (region.kind == model::RegionKind::mk ||
@@ -562,20 +569,21 @@ TimeNs Simulator::gap_before(StageState& s, const model::Region& region, Boundar
   return p50(early ? micro.kernel_gap_pdl_ns : micro.kernel_gap_ns);
 }
 
-std::optional<TimeNs> Simulator::pdl_step(StageState& s, int op, const model::Region& region) {
+std::optional<TimeNs> Simulator::pdl_step(StageState& s, int op, const model::Region& region,
+                                          bool ours_before) {
   if (!options_.pdl || op == 0) return std::nullopt;
   const model::ConvKernel& k = conv_kernel(s, op, region);
-  const model::ConvKernel* before = s.conv.at(op - 1);
+  const model::ConvKernel* before = ours_before ? our_kernel(s, op - 1) : s.conv.at(op - 1);
   if (k.provider != "ours" || !k.pdl_step_ns || before == nullptr || before->provider != "ours") {
     return std::nullopt;
   }
   return mean(*k.pdl_step_ns);
 }
 
-TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
+TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region, bool ours_before) {
   // With PDL and the profile's PDL trace, op + 1 adds its step from op's end to its own: the part
   // beyond its duration is the boundary (none where it started early enough to hide more).
-  if (const std::optional<TimeNs> step = pdl_step(s, op + 1, region)) {
+  if (const std::optional<TimeNs> step = pdl_step(s, op + 1, region, ours_before)) {
     const TimeNs d = mean(conv_kernel(s, op + 1, region).duration_ns);
     return std::max<TimeNs>(0, *step - d);
   }
@@ -589,7 +597,8 @@ TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region) {
     return mean(*next.gap_before_ns);
   }
   // Otherwise the same kernel boundary as in the conventional graph.
-  const model::ConvKernel& k = conv_kernel(s, op, region);
+  const model::ConvKernel* before = ours_before ? our_kernel(s, op) : nullptr;
+  const model::ConvKernel& k = before != nullptr ? *before : conv_kernel(s, op, region);
   if (!k.gap_to_next_ns) {
     throw Error(where(s, op) + ": conv.gap_to_next_ns missing (needed by " + region_text(region) +
                 ")");
@@ -606,8 +615,12 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
     TimeNs d = mean(k.duration_ns);
     // After a kernel of the conventional graph, with PDL, what of the kernel's time its step
     // leaves beyond the boundary (conv_gap): the rest ran while the kernel before it did.
-    if (op > r.region.begin || r.before == Boundary::after_conv) {
-      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region)) d = std::min(d, *step);
+    if (op > r.region.begin || r.before == Boundary::after_conv ||
+        r.before == Boundary::after_tile) {
+      const bool ours_before = op == r.region.begin && r.before == Boundary::after_tile;
+      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region, ours_before)) {
+        d = std::min(d, *step);
+      }
     }
     r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
@@ -637,9 +650,12 @@ void Simulator::simulate_tile(StageState& s, RegionResult& r) {
     TimeNs d = mean(k.duration_ns);
     if (op > r.region.begin) {
       d = tile_step(s, op, r.region);
-    } else if (r.before == Boundary::after_conv) {
+    } else if (r.before == Boundary::after_conv || r.before == Boundary::after_tile) {
       // The first kernel's boundary is a conv region's (conv_gap), and so is its part after it.
-      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region)) d = std::min(d, *step);
+      const bool ours_before = r.before == Boundary::after_tile;
+      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region, ours_before)) {
+        d = std::min(d, *step);
+      }
     }
     r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
     if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
@@ -671,7 +687,9 @@ TimeNs Simulator::tile_step(StageState& s, int op, const model::Region& region) 
     t.threads = static_cast<int>(k.launch.block[0] * k.launch.block[1] * k.launch.block[2]);
     t.registers = k.launch.registers;
     t.smem_bytes = k.launch.smem_bytes;
-    t.tiles = g.op(i).tiling.count();
+    t.tiling = g.op(i).tiling;
+    // A kernel that reads through tensor maps (its name says so) takes its tiles grouped.
+    t.grouped = k.kernel.find("::mapped_kernel<") != std::string::npos;
     t.duration_ns = k.duration_ns.mean;
     return t;
   };
@@ -915,7 +933,9 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
       } catch (const TimeOverflow& e) {
         throw Error(where(state(stage.name, batch), -1) + ": " + e.what());
       }
-      before = region.kind == model::RegionKind::mk ? Boundary::after_mk : Boundary::after_conv;
+      before = region.kind == model::RegionKind::mk     ? Boundary::after_mk
+               : region.kind == model::RegionKind::tile ? Boundary::after_tile
+                                                        : Boundary::after_conv;
       sp.regions.push_back(std::move(r));
     }
     sp.time_ns = t;

@@ -57,17 +57,15 @@ struct SimOptions {
   // profile's PDL trace measured (ConvKernel::pdl_step_ns: the previous end to its end, which
   // counts what it overlapped), where the profile has it; else the boundary before each pays the
   // PDL kernel gap of the micro-benchmarks. A boundary before a cuBLASLt kernel pays what it
-  // would without PDL (the traced gap, or the plain kernel gap).
+  // would without PDL (the traced gap, or the plain kernel gap). A tile region's first kernel
+  // follows this; its others launch with PDL whatever it says (simulator/tile_region.h).
   bool pdl = false;
   // Which kernel runs each linear and lm-head op of a conv region (model/linear_provider.h): by
   // policy, the profile's kernels in the all-conventional graph deciding `fastest` per op; or,
   // where set, exactly this choice (a plan's), whatever the policy. An op whose chosen provider
-  // the profile did not measure is an error.
+  // the profile did not measure is an error. Tile regions run our kernels whatever the choice.
   model::ProviderPolicy linear_provider = model::ProviderPolicy::ours;
   std::optional<model::ProviderChoice> provider_choice;
-  // Tile regions run our kernels whatever the provider choice, and launch every kernel after
-  // their first with Programmatic Dependent Launch whatever `pdl` says; their first kernel's
-  // boundary is a conv region's.
   // Keep every kernel and task span for the Chrome trace (memory grows with the task count).
   bool record_spans = false;
 };
@@ -148,11 +146,15 @@ class Simulator {
   TimeNs gap_before(StageState& s, const model::Region& region, Boundary before);
   TimeNs sequence_ns(const Prediction& p, const model::Scenario& scenario,
                      model::Sequence which) const;
-  // The gap from conventional op `op`'s kernel to op + 1's, both in `region`'s stage.
-  TimeNs conv_gap(StageState& s, int op, const model::Region& region);
+  // The gap from conventional op `op`'s kernel to op + 1's, both in `region`'s stage; with
+  // `ours_before`, op's kernel is ours whatever the provider choice (a tile region's last).
+  TimeNs conv_gap(StageState& s, int op, const model::Region& region, bool ours_before = false);
   // With PDL, the step the profile's PDL trace measured from op - 1's end to op's end, where
   // both run kernels of ours; none otherwise.
-  std::optional<TimeNs> pdl_step(StageState& s, int op, const model::Region& region);
+  std::optional<TimeNs> pdl_step(StageState& s, int op, const model::Region& region,
+                                 bool ours_before = false);
+  // Op `op`'s kernel of ours, where the profile measured one.
+  const model::ConvKernel* our_kernel(const StageState& s, int op) const;
   std::string where(const StageState& s, int op) const;
   void simulate_conv(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);

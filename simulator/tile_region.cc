@@ -60,7 +60,7 @@ struct KernelTimes {
 };
 
 KernelTimes kernel_times(const TileKernel& k, const TileDevice& device, const char* which) {
-  if (k.ctas < 1 || k.threads < 1 || k.tiles < 1 || !(k.duration_ns >= 0)) {
+  if (k.ctas < 1 || k.threads < 1 || k.tiles() < 1 || !(k.duration_ns >= 0)) {
     throw Error(std::string("tile step: the ") + which + " kernel has no grid, block or tiles");
   }
   KernelTimes t;
@@ -68,7 +68,7 @@ KernelTimes kernel_times(const TileKernel& k, const TileDevice& device, const ch
   const int64_t resident = int64_t{ctas_per_sm(k, device)} * device.sm_count;
   const int64_t waves = (k.ctas + resident - 1) / resident;
   t.cta_ns = k.duration_ns / static_cast<double>(waves);
-  t.tiles_per_cta = (k.tiles + k.ctas - 1) / k.ctas;
+  t.tiles_per_cta = (k.tiles() + k.ctas - 1) / k.ctas;
   t.tile_ns = t.cta_ns / static_cast<double>(t.tiles_per_cta);
   return t;
 }
@@ -117,8 +117,17 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
   };
   auto next_exit = [&]() { return running.top().end; };  // never empty: an idle SM takes a CTA
 
+  // The tiles CTA `cta` of `k` runs, in order.
+  auto for_tiles = [](const TileKernel& k, int64_t cta, const auto& visit) {
+    if (k.grouped && k.ctas >= k.tiles()) {
+      if (cta < k.tiles()) visit(model::grouped_tile(k.tiling, cta));
+      return;
+    }
+    for (int64_t tile = cta; tile < k.tiles(); tile += k.ctas) visit(tile);
+  };
+
   // The producer: its CTAs placed from 0 as room allows; its tiles' ends.
-  std::vector<double> tile_end(static_cast<size_t>(producer.tiles), 0);
+  std::vector<double> tile_end(static_cast<size_t>(producer.tiles()), 0);
   double producer_end = 0, now = 0;
   for (int64_t cta = 0; cta < producer.ctas;) {
     retire(now);
@@ -129,10 +138,10 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
     }
     add(load[sm], p.footprint, +1);
     double t = now;
-    for (int64_t tile = cta; tile < producer.tiles; tile += producer.ctas) {
+    for_tiles(producer, cta, [&](int64_t tile) {
       t += p.tile_ns;
       tile_end[static_cast<size_t>(tile)] = t;
-    }
+    });
     // A CTA without a tile of its own (grid above the tile count) exits at once.
     running.push({t, sm, 0});
     producer_end = std::max(producer_end, t);
@@ -152,24 +161,25 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
     }
     add(load[sm], c.footprint, +1);
     double t = now;
-    for (int64_t tile = cta; tile < consumer.tiles; tile += consumer.ctas) {
+    for_tiles(consumer, cta, [&](int64_t tile) {
       r.tiles.clear();
       r.all = false;
       reads(tile, r);
       double ready = t;
       if (r.all) ready = std::max(ready, producer_end + latency);
       for (int64_t read : r.tiles) {
-        if (read < 0 || read >= producer.tiles) {
+        if (read < 0 || read >= producer.tiles()) {
           throw Error("tile step: consumer tile " + std::to_string(tile) + " reads producer tile " +
-                      std::to_string(read) + " of " + std::to_string(producer.tiles));
+                      std::to_string(read) + " of " + std::to_string(producer.tiles()));
         }
         ready = std::max(ready, tile_end[static_cast<size_t>(read)] + latency);
       }
-      const int64_t deps = r.all ? producer.tiles : static_cast<int64_t>(r.tiles.size());
+      const int64_t deps = static_cast<int64_t>(r.tiles.size()) + (r.all ? 1 : 0);
       const int64_t rounds = (deps + consumer.threads - 1) / consumer.threads;
       t = ready + static_cast<double>(rounds * device.check_round_ns) + c.tile_ns;
-    }
-    running.push({t, sm, 1});
+    });
+    // Its work done, the CTA waits for the producer to end before it leaves.
+    running.push({std::max(t, producer_end), sm, 1});
     consumer_end = std::max(consumer_end, t);
     ++cta;
   }

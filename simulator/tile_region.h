@@ -8,14 +8,17 @@
 //    shared memory) and mean duration D; it fits `per_sm` CTAs on an SM alone (SmLimits and the
 //    register file), so its CTAs run in ceil(grid / (per_sm * SMs)) waves of D / waves each, and
 //    a CTA that walks several tiles (grid below the tile count: tile c, c + grid, ...) spends an
-//    equal share of that on each;
+//    equal share of that on each; a kernel that reads through tensor maps takes its tiles in
+//    model::grouped_tile's order, as the executor's does;
 //  - CTAs are placed in index order, each on the SM with the fewest resident CTAs that has room
 //    for it (threads, CTAs, registers, shared memory, side by side with CTAs of the other
 //    kernel), once one has; the producer's all at once or as its own CTAs end, the consumer's
 //    from the producer's last placement plus the dependent launch (micro-benchmarks);
 //  - a consumer tile starts when its CTA is placed, its CTA's previous tile is done, and every
 //    producer tile it reads has ended plus the counter's signal-to-wait latency; it then checks
-//    its dependencies (ceil(n / threads) rounds) and runs;
+//    its dependencies (ceil(n / threads) rounds, a whole producer read being one count) and
+//    runs; a consumer CTA done with its tiles keeps its SM until the producer has ended (the
+//    executor's kernels wait for the one before them at their end);
 //  - reads of ops before the producer are taken as done: the region's time adds one such step
 //    per op (never below 0), so that it depends on each op and its predecessor only, as the
 //    planner's search needs.
@@ -28,6 +31,7 @@
 #include <span>
 
 #include "model/profile.h"
+#include "model/tensor.h"
 #include "simulator/engine.h"
 
 namespace megacut::simulator {
@@ -38,8 +42,11 @@ struct TileKernel {
   int threads = 0;         // per CTA
   int registers = 0;       // per thread
   int64_t smem_bytes = 0;  // per CTA
-  int64_t tiles = 0;       // the op's tiles: CTA c runs c, c + ctas, ...
+  model::Tiling tiling;    // the op's tiles: CTA c runs c, c + ctas, ...
+  bool grouped = false;    // ... or, one tile a CTA, model::grouped_tile(tiling, c)
   double duration_ns = 0;  // mean, in the conventional graph
+
+  int64_t tiles() const { return tiling.count(); }
 };
 
 struct TileDevice {

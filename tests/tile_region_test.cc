@@ -28,12 +28,12 @@ TileDevice device() {
 // A kernel of 128 threads at 40 registers, no shared memory: 4 warps of 1280 registers, so 12
 // fit on an SM by registers (16 by threads).
 TileKernel small(int64_t ctas, int64_t tiles, double duration_ns) {
-  return TileKernel{ctas, 128, 40, 0, tiles, duration_ns};
+  return TileKernel{ctas, 128, 40, 0, model::Tiling{tiles, 1, 1, 1}, false, duration_ns};
 }
 
 // A kernel that takes an SM's shared memory: one CTA per SM.
 TileKernel wide(int64_t ctas, int64_t tiles, double duration_ns) {
-  return TileKernel{ctas, 256, 128, 200 * 1024, tiles, duration_ns};
+  return TileKernel{ctas, 256, 128, 200 * 1024, model::Tiling{tiles, 1, 1, 1}, false, duration_ns};
 }
 
 TileReadsFn same_tile() {
@@ -44,9 +44,9 @@ TEST(TileStepTest, CtasPerSmFollowTheTightestLimit) {
   EXPECT_EQ(ctas_per_sm(small(1, 1, 0), device()), 12);  // registers: 65536 / 5120
   EXPECT_EQ(ctas_per_sm(wide(1, 1, 0), device()), 1);    // shared memory
   // 32 threads at 16 registers: 512 registers each, 128 by registers, 64 by threads, 32 CTAs.
-  EXPECT_EQ(ctas_per_sm(TileKernel{1, 32, 16, 0, 1, 0}, device()), 32);
+  EXPECT_EQ(ctas_per_sm(TileKernel{1, 32, 16, 0, {1, 1, 1, 1}, false, 0}, device()), 32);
   // 1024 threads: 2 by threads; 64 registers each: 65536 a CTA, 1 by registers.
-  EXPECT_EQ(ctas_per_sm(TileKernel{1, 1024, 64, 0, 1, 0}, device()), 1);
+  EXPECT_EQ(ctas_per_sm(TileKernel{1, 1024, 64, 0, {1, 1, 1, 1}, false, 0}, device()), 1);
 }
 
 TEST(TileStepTest, AConsumerTileStartsWhenTheProducerTilesItReadsAreDone) {
@@ -63,8 +63,8 @@ TEST(TileStepTest, AConsumerTileStartsWhenTheProducerTilesItReadsAreDone) {
 }
 
 TEST(TileStepTest, AConsumerThatReadsEveryTileWaitsForTheWholeProducer) {
-  // The same consumer reading all 16 producer tiles: each starts at 10 µs + 0.4 µs latency +
-  // 1 check round (16 dependencies over 128 threads) and ends 3 µs later: step 3.6 µs.
+  // The same consumer reading all 16 producer tiles, which it waits for as one count: each
+  // starts at 10 µs + 0.4 µs latency + 1 check round and ends 3 µs later: step 3.6 µs.
   const auto all = [](int64_t, TileReads& r) { r.all = true; };
   const TileStep s = simulate_tile_step(small(8, 16, 10000), small(16, 16, 3000), all, device());
   EXPECT_EQ(s.step_ns, 3600);
@@ -80,6 +80,33 @@ TEST(TileStepTest, AConsumerWithoutRoomWaitsForTheProducersCtasToEnd) {
   EXPECT_EQ(s.producer_end_ns, 10000);
   EXPECT_EQ(s.consumer_end_ns, 14200);
   EXPECT_EQ(s.step_ns, 4200);
+}
+
+TEST(TileStepTest, AConsumerCtaKeepsItsSmUntilTheProducerEnds) {
+  // Producer: 8 small CTAs of 10 µs. Consumer: 16 CTAs taking an SM's shared memory each (they
+  // fit beside a small one), two waves of its 1 µs, reading nothing: the first 8 are placed at
+  // 0.6 µs and done at 1.1 µs, but hold their SMs until the producer ends at 10 µs, so the
+  // other 8 run from 10 to 10.5 µs: step 0.5 µs, not 0.
+  const auto none = [](int64_t, TileReads&) {};
+  const TileStep s = simulate_tile_step(small(8, 8, 10000), wide(16, 16, 1000), none, device());
+  EXPECT_EQ(s.consumer_end_ns, 10500);
+  EXPECT_EQ(s.step_ns, 500);
+}
+
+TEST(TileStepTest, AKernelThatReadsThroughTensorMapsTakesItsTilesGrouped) {
+  // Producer: 32 tiles, 16 row tiles of 2 columns, one CTA each, an SM apiece: 4 waves of 2 µs.
+  // Its last CTA is placed at 6 µs, so the consumer launches at 6.6 µs: 8 small CTAs of 1 µs,
+  // each reading producer tile 24 (row 12, column 0). In CTA order that tile is CTA 24's, in the
+  // last wave, done at 8 µs: the consumer ends at 8.4 + 0.2 + 1 = 9.6 µs, step 1.6 µs. Grouped
+  // 8 rows at a time, column by column, CTA 20 takes it in the third wave, done at 6 µs: the
+  // consumer starts at once and ends at 7.8 µs, before the producer: step 0.
+  TileKernel producer = wide(32, 32, 8000);
+  producer.tiling = model::Tiling{16, 2, 1, 1};
+  const auto tile_24 = [](int64_t, TileReads& r) { r.tiles.push_back(24); };
+  EXPECT_EQ(simulate_tile_step(producer, small(8, 8, 1000), tile_24, device()).step_ns, 1600);
+  producer.grouped = true;
+  EXPECT_EQ(model::grouped_tile(producer.tiling, 20), 24);
+  EXPECT_EQ(simulate_tile_step(producer, small(8, 8, 1000), tile_24, device()).step_ns, 0);
 }
 
 TEST(TileStepTest, AStepIsNeverNegative) {
@@ -158,6 +185,33 @@ TEST(TileRegionTest, TheyRunOurKernelsWhateverTheProviderChoice) {
   EXPECT_LT(sim.simulate(parse(sim, "conv", 1), 1).decode_step_ns,
             ours.simulate(parse(ours, "conv", 1), 1).decode_step_ns);
   EXPECT_GT(n, 2);
+}
+
+TEST(TileRegionTest, WhatFollowsOneFollowsOurKernel) {
+  // tiny-llama's decode: op 12 is the lm-head, op 13 the argmax. With cuBLASLt twice as fast,
+  // the fastest policy runs the lm-head on it in conv regions, but a tile region ending there
+  // ran ours: with PDL, the argmax after it adds its measured PDL step (5 us), as after our
+  // kernel, not the PDL gap and its duration, as after cuBLASLt's.
+  testing::SyntheticDevice d;
+  d.cublaslt_ratio = 0.5;
+  model::Profile p = testing::synthetic_profile("tiny-llama", {1}, kPrompt, d);
+  model::ConvKernel* argmax = nullptr;
+  for (model::StageProfile& s : p.batches[0].stages) {
+    if (s.stage == "decode") argmax = &*s.ops.at(13).conv;
+  }
+  ASSERT_NE(argmax, nullptr);
+  argmax->pdl_step_ns = model::constant_stats(5000);
+  const TimeNs duration = static_cast<TimeNs>(argmax->duration_ns.mean);
+  ASSERT_LT(duration, 5000);
+  Simulator sim(p, SimOptions{.pdl = true, .linear_provider = model::ProviderPolicy::fastest});
+  ASSERT_EQ(sim.provider_choice(1).of("decode", 12), model::LinearProvider::cublaslt);
+  const model::Region last{model::RegionKind::conv, 13, 14};
+  const auto after_tile = sim.simulate_region("decode", 1, last, Boundary::after_tile);
+  const auto after_conv = sim.simulate_region("decode", 1, last, Boundary::after_conv);
+  EXPECT_EQ(after_tile->time_ns - after_conv->time_ns, 5000 - (300 + duration));
+  // And the simulator hands that boundary to what follows a tile region.
+  const Prediction q = sim.simulate(parse(sim, "decode: tile[0:13] conv[13:]", 1), 1);
+  EXPECT_EQ(q.stage("decode").regions[1]->before, Boundary::after_tile);
 }
 
 TEST(TileRegionTest, OlderProfilesSayWhatTheyLack) {
