@@ -120,16 +120,30 @@ BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, 
   }
   for (const StageSearch& s : searches) out.search.push_back({s.stage, s.stats});
   // The search leaves out the tile regions the profile cannot time (one without the SM limits
-  // times none): say so rather than let their absence pass for a finding.
+  // times none): where a stage has none, say why rather than let their absence pass for a
+  // finding.
+  std::vector<std::string> without_tile;
+  std::string why_not_tile;
   for (const model::StageShape& shape : shapes) {
-    if (shape.op_count < 2) continue;
-    try {
-      sim.simulate_region(shape.name, batch, {model::RegionKind::tile, 0, 2},
-                          simulator::Boundary::stage_start);
-    } catch (const Error& e) {
-      out.notes.push_back(std::string("tile regions not searched: ") + e.what());
+    std::string why;
+    for (int op = 0; op + 2 <= shape.op_count; ++op) {
+      try {
+        sim.simulate_region(
+            shape.name, batch, {model::RegionKind::tile, op, op + 2},
+            op == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_conv);
+        why.clear();
+        break;
+      } catch (const Error& e) {
+        if (why.empty()) why = e.what();
+      }
     }
-    break;
+    if (why.empty()) continue;
+    without_tile.push_back(shape.name);
+    if (why_not_tile.empty()) why_not_tile = why;
+  }
+  if (!without_tile.empty()) {
+    out.notes.push_back("no tile region in " + model::comma_list(without_tile) + ": " +
+                        why_not_tile);
   }
   out.pdl = options.sim.pdl;
   out.providers = sim.provider_choice(batch);

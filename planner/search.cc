@@ -20,17 +20,19 @@ using simulator::Boundary;
 constexpr TimeNs kInf = std::numeric_limits<TimeNs>::max() / 4;
 
 // What ran before a region: the index of its cost in the per-op tables below.
-enum Before : int { kStart = 0, kAfterConv = 1, kAfterMk = 2 };
-constexpr std::array<Boundary, 3> kBoundary = {Boundary::stage_start, Boundary::after_conv,
-                                               Boundary::after_mk};
-// The DP's states at a cut: the kind of region that ends there (the start at cut 0). A tile
-// region ends in a kernel of ours, so what follows it pays the boundary after conv; it is a
-// state of its own because two conv steps merge into one region and a conv step after a tile
-// region does not.
+enum Before : int { kStart = 0, kAfterConv = 1, kAfterMk = 2, kAfterTile = 3 };
+constexpr std::array<Boundary, 4> kBoundary = {Boundary::stage_start, Boundary::after_conv,
+                                               Boundary::after_mk, Boundary::after_tile};
+constexpr std::array<int, 4> kBefores = {kStart, kAfterConv, kAfterMk, kAfterTile};
+using Costs = std::array<TimeNs, 4>;  // by Before
+// The DP's states at a cut: the kind of region that ends there (the start at cut 0).
 enum State : int { kAtStart = -1, kConvEnds = 0, kMkEnds = 1, kTileEnds = 2 };
 constexpr std::array<int, 3> kEndStates = {kConvEnds, kMkEnds, kTileEnds};
 constexpr Before before_of(int state) {
-  return state == kAtStart ? kStart : state == kMkEnds ? kAfterMk : kAfterConv;
+  return state == kAtStart    ? kStart
+         : state == kMkEnds   ? kAfterMk
+         : state == kTileEnds ? kAfterTile
+                              : kAfterConv;
 }
 constexpr RegionKind kind_of(int state) {
   return state == kConvEnds ? RegionKind::conv
@@ -168,14 +170,14 @@ class StageSearcher {
   // time one way (no conventional kernel, no task benchmark) is never run that way.
   void measure_single_ops() {
     const model::Graph& g = sim_.graph(stage_, batch_);
-    conv_.assign(n_, {kInf, kInf, kInf});
-    overhead_.assign(n_, {kInf, kInf, kInf});
-    tile_first_.assign(n_, {kInf, kInf, kInf});
+    conv_.assign(n_, {kInf, kInf, kInf, kInf});
+    overhead_.assign(n_, {kInf, kInf, kInf, kInf});
+    tile_first_.assign(n_, {kInf, kInf, kInf, kInf});
     makespan_.resize(n_);
     std::vector<char> mk_ok(n_, 0);
     for (int i = 0; i < n_; ++i) {
       makespan_[i].assign(n_ - i, -1);
-      for (int before : {kStart, kAfterConv, kAfterMk}) {
+      for (int before : kBefores) {
         if ((i == 0) != (before == kStart)) continue;
         try {
           conv_[i][before] =
@@ -204,18 +206,23 @@ class StageSearcher {
       }
     }
     // A tile region's ops after its first, each one step after the one before (the simulator
-    // adds one per op): tile[i-1:i+1] less tile[i-1:i].
+    // adds one per op, whatever ran before the region): tile[i-1:i+1] less tile[i-1:i], after
+    // the first boundary the profile can time.
     std::vector<TimeNs> step(n_, kInf);
     for (int i = 1; i < n_ && options_.tile; ++i) {
-      const Boundary before = i == 1 ? Boundary::stage_start : Boundary::after_conv;
-      try {
-        const auto key = [&](int end) {
-          return region_key_ns(
-              *sim_.simulate_region(stage_, batch_, {RegionKind::tile, i - 1, end}, before),
-              options_.hidden_launch_share);
-        };
-        step[i] = key(i + 1) - key(i);
-      } catch (const Error&) {
+      for (int before : kBefores) {
+        if ((i == 1) != (before == kStart)) continue;
+        try {
+          const auto key = [&](int end) {
+            return region_key_ns(
+                *sim_.simulate_region(stage_, batch_, {RegionKind::tile, i - 1, end},
+                                      kBoundary[before]),
+                options_.hidden_launch_share);
+          };
+          step[i] = key(i + 1) - key(i);
+          break;
+        } catch (const Error&) {
+        }
       }
     }
     tile_steps_.assign(n_ + 1, 0);
@@ -273,7 +280,7 @@ class StageSearcher {
 
   // The cheapest way into a region starting at a that costs cost[before] more, given prefix
   // bounds.
-  TimeNs prefix_bound_into(int a, const std::array<TimeNs, 3>& cost) const {
+  TimeNs prefix_bound_into(int a, const Costs& cost) const {
     if (a == 0) return cost[kStart];
     TimeNs best = kInf;
     for (int state : kEndStates)
@@ -303,7 +310,7 @@ class StageSearcher {
                                                      (work_ns_[b] - work_ns_[a]) / sms, longest);
       }
     }
-    prefix_.assign(n_ + 1, {kInf, kInf, kInf});
+    prefix_.assign(n_ + 1, {kInf, kInf, kInf, kInf});
     for (int b = 1; b <= n_; ++b) {
       prefix_[b][kConvEnds] = prefix_bound_into(b - 1, conv_[b - 1]);
       TimeNs best = kInf, tile = kInf;
@@ -314,17 +321,17 @@ class StageSearcher {
       prefix_[b][kMkEnds] = best;
       prefix_[b][kTileEnds] = tile;
     }
-    suffix_.assign(n_ + 1, {kInf, kInf, kInf});
-    suffix_[n_] = {0, 0, 0};
+    suffix_.assign(n_ + 1, {kInf, kInf, kInf, kInf});
+    suffix_[n_] = {0, 0, 0, 0};
     for (int b = n_ - 1; b >= 0; --b) {
-      for (int k : {kStart, kAfterConv, kAfterMk}) {
+      for (int k : kBefores) {
         if ((b == 0) != (k == kStart)) continue;
         TimeNs best = add(conv_[b][k], suffix_[b + 1][kAfterConv]);
         for (int c = b + 1; c <= mk_limit_[b]; ++c) {
           best = std::min(best, add(add(overhead_[b][k], lb_[b][c - b - 1]), suffix_[c][kAfterMk]));
         }
         for (int c = b + 2; c <= n_; ++c) {
-          best = std::min(best, add(tile_cost(b, c, k), suffix_[c][kAfterConv]));
+          best = std::min(best, add(tile_cost(b, c, k), suffix_[c][kAfterTile]));
         }
         suffix_[b][k] = best;
       }
@@ -374,8 +381,9 @@ class StageSearcher {
     for (int b = 1; b < n_; ++b) {
       for (const auto& cost : {conv_[b], overhead_[b], tile_first_[b]}) {
         if (cost[kAfterMk] >= kInf) continue;  // no continuation starts that way
-        delta[b] =
-            cost[kAfterConv] >= kInf ? kInf : std::max(delta[b], cost[kAfterConv] - cost[kAfterMk]);
+        for (int after : {kAfterConv, kAfterTile}) {
+          delta[b] = cost[after] >= kInf ? kInf : std::max(delta[b], cost[after] - cost[kAfterMk]);
+        }
       }
     }
     local_upper_.assign(n_ + 1, kInf);
@@ -393,7 +401,7 @@ class StageSearcher {
     const double sms = sim_.profile().device.sm_count;
     rest_.assign(n_ + 1, -kInf);
     for (int b = 1; b < n_; ++b) {
-      TimeNs extension = std::max(conv_[b][kAfterConv], conv_[b][kAfterMk]);
+      TimeNs extension = std::max({conv_[b][kAfterConv], conv_[b][kAfterMk], conv_[b][kAfterTile]});
       TimeNs least = kInf;
       double longest = 0;
       for (int e = b + 1; e <= mk_limit_[b]; ++e) {
@@ -425,10 +433,10 @@ class StageSearcher {
     }
     // The best prefix into cut a ending in each kind of region; exact for every cut up to a.
     std::vector<TimeNs> best_conv(n_ + 1, kInf), best_mk(n_ + 1, kInf), best_tile(n_ + 1, kInf);
-    auto best_into = [&](int a, const std::array<TimeNs, 3>& cost) {
+    auto best_into = [&](int a, const Costs& cost) {
       if (a == 0) return cost[kStart];
       return std::min({add(best_conv[a], cost[kAfterConv]), add(best_mk[a], cost[kAfterMk]),
-                       add(best_tile[a], cost[kAfterConv])});
+                       add(best_tile[a], cost[kAfterTile])});
     };
     for (int a = 0; a < n_; ++a) {
       if (a >= 1) best_conv[a] = best_into(a - 1, conv_[a - 1]);
@@ -465,8 +473,7 @@ class StageSearcher {
     for (auto& list : lists) list.assign(n_ + 1, {});
     std::vector<Entry> candidates;
     // Every way into a region from cut a that costs cost[before] + extra.
-    auto extend = [&](int a, const std::array<TimeNs, 3>& cost, TimeNs extra,
-                      std::vector<Entry>& out) {
+    auto extend = [&](int a, const Costs& cost, TimeNs extra, std::vector<Entry>& out) {
       if (extra >= kInf) return;
       if (a == 0) {
         if (cost[kStart] < kInf) out.push_back({cost[kStart] + extra, 0, kAtStart, 0});
@@ -556,8 +563,7 @@ class StageSearcher {
       if (from.cost < to.cost) to = from;
     };
     // A region [a, b) of `mk_ops` ops in mk regions that costs cost[before] + extra, into `to`.
-    auto enter = [&](int a, int b, int to, const std::array<TimeNs, 3>& cost, TimeNs extra,
-                     int mk_ops) {
+    auto enter = [&](int a, int b, int to, const Costs& cost, TimeNs extra, int mk_ops) {
       if (extra >= kInf) return;
       if (a == 0) {
         if (cost[kStart] < kInf) {
@@ -620,9 +626,9 @@ class StageSearcher {
   SearchOptions options_;
   int n_;
   MkRegionEvaluator evaluator_;
-  std::vector<std::array<TimeNs, 3>> conv_;        // [op][before]: the op alone as a conv step
-  std::vector<std::array<TimeNs, 3>> overhead_;    // [op][before]: an mk region from op, less work
-  std::vector<std::array<TimeNs, 3>> tile_first_;  // [op][before]: a tile region's first op
+  std::vector<Costs> conv_;        // [op][before]: the op alone as a conv step
+  std::vector<Costs> overhead_;    // [op][before]: an mk region from op, less work
+  std::vector<Costs> tile_first_;  // [op][before]: a tile region's first op
   // Prefix sums over ops of a tile region's step after the op before (tile_steps), and of the
   // ops that have none.
   std::vector<TimeNs> tile_steps_;
@@ -632,8 +638,8 @@ class StageSearcher {
   std::vector<double> bytes_ns_, work_ns_;     // prefix sums over ops
   std::vector<double> longest_ns_;             // per op: its longest task, alone
   std::vector<std::vector<TimeNs>> lb_;        // [a][b - a - 1]: mk[a:b]'s work, or a bound
-  std::vector<std::array<TimeNs, 3>> prefix_;  // [b][state]: bound_all's
-  std::vector<std::array<TimeNs, 3>> suffix_;  // [b][before]: bound_all's
+  std::vector<Costs> prefix_;                  // [b][state]: bound_all's
+  std::vector<Costs> suffix_;                  // [b][before]: bound_all's
   std::array<std::vector<std::vector<Entry>>, 3> lists_;  // k_best's, per state and cut
   std::vector<TimeNs> local_upper_, any_upper_, rest_;    // bound_locally's
   int64_t single_mk_ops_ = 0;                             // ops with a task benchmark
@@ -659,14 +665,14 @@ StageSearch exhaustive_stage(simulator::Simulator& sim, std::string_view stage, 
   if (top_k < 1) throw Error("exhaustive search: top K must be at least 1");
   // cost[state][a][b][before], kInf where the profile cannot time it; tile regions of two ops
   // or more, as the search makes them.
-  std::array<std::vector<std::vector<std::array<TimeNs, 3>>>, 3> cost;
+  std::array<std::vector<std::vector<Costs>>, 3> cost;
   int64_t simulated = 0;
   for (int kind : kEndStates) {
-    cost[kind].assign(n, std::vector<std::array<TimeNs, 3>>(n + 1, {kInf, kInf, kInf}));
+    cost[kind].assign(n, std::vector<Costs>(n + 1, {kInf, kInf, kInf, kInf}));
     for (int a = 0; a < n; ++a) {
       for (int b = a + 1; b <= n; ++b) {
         if (kind == kTileEnds && (b - a < 2 || !tile)) continue;
-        for (int before : {kStart, kAfterConv, kAfterMk}) {
+        for (int before : kBefores) {
           if ((a == 0) != (before == kStart)) continue;
           try {
             const Region r{kind_of(kind), a, b};
