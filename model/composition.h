@@ -60,7 +60,7 @@ struct Composition {
   friend bool operator==(const Composition&, const Composition&) = default;
 };
 
-// Every stage one conv region / one mk region.
+// Every stage one region of `kind`.
 Composition uniform_composition(const std::vector<StageShape>& shapes, RegionKind kind);
 
 // Parses the text form and checks it against the stages; errors say which region and why.
