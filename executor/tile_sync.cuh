@@ -107,9 +107,10 @@ __device__ __forceinline__ bool wait_dependency(const unsigned long long* counte
 // ----------------------------------------------------------------------
 
 // Every thread of the CTA, first thing: returns the run index (launches counted from 1). Ends in
-// a barrier of the whole CTA (not the .aligned form: thread 0 may arrive from a wait). The region's first kernel waits for the kernels before the region and then
-// publishes the run on the region's start counter; a later kernel, which never waits for those
-// kernels, acquires it, so that what they wrote is visible to it too.
+// a barrier of the whole CTA (not the .aligned form: thread 0 may arrive from a wait). The region's
+// first kernel waits for the kernels before the region and then publishes the run on the region's
+// start counter; a later kernel, which never waits for those kernels, acquires it, so that what
+// they wrote is visible to it too.
 __device__ __forceinline__ unsigned long long enter_tile_region(const TileSync& s) {
   __shared__ unsigned long long run;
   if (s.first) wait_for_prior_grids();

@@ -606,17 +606,21 @@ TimeNs Simulator::conv_gap(StageState& s, int op, const model::Region& region, b
   return mean(*k.gap_to_next_ns);
 }
 
-void Simulator::simulate_conv(StageState& s, RegionResult& r) {
+void Simulator::simulate_kernels(StageState& s, RegionResult& r) {
   const int sms = profile_.device.sm_count;
+  const bool tile = r.region.kind == model::RegionKind::tile;
   r.sm_busy_ns.assign(sms, 0);
   TimeNs t = r.gap_ns;
   for (int op = r.region.begin; op < r.region.end; ++op) {
     const model::ConvKernel& k = conv_kernel(s, op, r.region);
     TimeNs d = mean(k.duration_ns);
-    // After a kernel of the conventional graph, with PDL, what of the kernel's time its step
-    // leaves beyond the boundary (conv_gap): the rest ran while the kernel before it did.
-    if (op > r.region.begin || r.before == Boundary::after_conv ||
-        r.before == Boundary::after_tile) {
+    if (tile && op > r.region.begin) {
+      // In a tile region, what the op adds after the one before (no gap between them).
+      d = tile_step(s, op, r.region);
+    } else if (op > r.region.begin || r.before == Boundary::after_conv ||
+               r.before == Boundary::after_tile) {
+      // After a kernel of the conventional graph, with PDL, what of the kernel's time its step
+      // leaves beyond the boundary (conv_gap): the rest ran while the kernel before it did.
       const bool ours_before = op == r.region.begin && r.before == Boundary::after_tile;
       if (const std::optional<TimeNs> step = pdl_step(s, op, r.region, ours_before)) {
         d = std::min(d, *step);
@@ -630,40 +634,11 @@ void Simulator::simulate_conv(StageState& s, RegionResult& r) {
       r.sm_busy_ns[sm] = add_time(r.sm_busy_ns[sm], d);
     }
     t = add_time(t, d);
-    if (op + 1 < r.region.end) {
+    if (!tile && op + 1 < r.region.end) {
       const TimeNs g = conv_gap(s, op, r.region);
       if (g > 0) r.critical_path.push_back(PathStep{StepKind::gap, op + 1, -1, -1, t, t + g});
       t = add_time(t, g);
     }
-  }
-  r.kernels = r.region.end - r.region.begin;
-  r.work_ns = t - r.gap_ns;
-  r.time_ns = t;
-}
-
-void Simulator::simulate_tile(StageState& s, RegionResult& r) {
-  const int sms = profile_.device.sm_count;
-  r.sm_busy_ns.assign(sms, 0);
-  TimeNs t = r.gap_ns;
-  for (int op = r.region.begin; op < r.region.end; ++op) {
-    const model::ConvKernel& k = conv_kernel(s, op, r.region);
-    TimeNs d = mean(k.duration_ns);
-    if (op > r.region.begin) {
-      d = tile_step(s, op, r.region);
-    } else if (r.before == Boundary::after_conv || r.before == Boundary::after_tile) {
-      // The first kernel's boundary is a conv region's (conv_gap), and so is its part after it.
-      const bool ours_before = r.before == Boundary::after_tile;
-      if (const std::optional<TimeNs> step = pdl_step(s, op, r.region, ours_before)) {
-        d = std::min(d, *step);
-      }
-    }
-    r.critical_path.push_back(PathStep{StepKind::kernel, op, -1, -1, t, t + d});
-    if (options_.record_spans) r.spans.push_back(Span{op, -1, -1, t, t + d});
-    const int64_t ctas = k.launch.grid[0] * k.launch.grid[1] * k.launch.grid[2];
-    for (int sm = 0; sm < std::min<int64_t>(ctas, sms); ++sm) {
-      r.sm_busy_ns[sm] = add_time(r.sm_busy_ns[sm], d);
-    }
-    t = add_time(t, d);
   }
   r.kernels = r.region.end - r.region.begin;
   r.work_ns = t - r.gap_ns;
@@ -808,16 +783,10 @@ std::shared_ptr<const RegionResult> Simulator::simulate_region(std::string_view 
     if (r->gap_ns > 0) {
       r->critical_path.push_back(PathStep{StepKind::gap, region.begin, -1, -1, 0, r->gap_ns});
     }
-    switch (region.kind) {
-      case model::RegionKind::conv:
-        simulate_conv(s, *r);
-        break;
-      case model::RegionKind::mk:
-        simulate_mk(s, *r);
-        break;
-      case model::RegionKind::tile:
-        simulate_tile(s, *r);
-        break;
+    if (region.kind == model::RegionKind::mk) {
+      simulate_mk(s, *r);
+    } else {
+      simulate_kernels(s, *r);
     }
   } catch (const TimeOverflow& e) {
     throw Error(where(s, -1) + ", " + region_text(region) + ": " + e.what());

@@ -156,9 +156,9 @@ class Simulator {
   // Op `op`'s kernel of ours, where the profile measured one.
   const model::ConvKernel* our_kernel(const StageState& s, int op) const;
   std::string where(const StageState& s, int op) const;
-  void simulate_conv(StageState& s, RegionResult& r);
+  // A conv or tile region: one kernel per op.
+  void simulate_kernels(StageState& s, RegionResult& r);
   void simulate_mk(StageState& s, RegionResult& r);
-  void simulate_tile(StageState& s, RegionResult& r);
   // What op `op` adds after op - 1 in a tile region (simulator/tile_region.h). Cached.
   TimeNs tile_step(StageState& s, int op, const model::Region& region);
 
