@@ -53,11 +53,12 @@ constexpr int min_blocks_per_sm() {
 template <int kThreads, bool kTiled, class Run>
 __device__ __forceinline__ void run_tile(const TileSync& sync, long long tile, const Run& run) {
   if constexpr (kTiled) {
-    const unsigned long long run_index = enter_tile_region(sync);
-    const bool ok = consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
+    const TileEntry entry = enter_tile_region(sync, tile);
+    const bool ok =
+        consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, entry.run)) && entry.ok;
     if (ok) run();
     consumer_sync<kThreads>();
-    if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
+    if (ok && threadIdx.x == 0) publish_tile(sync, tile, entry.run);
     leave_tile_region(sync);
   } else {
     wait_for_prior_grids();
@@ -119,13 +120,14 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
   const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots};
-  // A wait this long is a defect of ours: trap rather than hang. In a tile region, well past the
-  // region's watchdog, which reports a hang first.
-  const unsigned long long timeout_ns = kTiled ? 4 * sync.watchdog_ns : 10'000'000'000ull;
+  // A wait this long is a defect of ours: trap rather than hang. In a tile region, no sooner than
+  // well past the region's watchdog, which reports a hang first.
+  constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;
+  const unsigned long long timeout_ns = kTiled ? max(kTimeoutNs, 4 * sync.watchdog_ns) : kTimeoutNs;
   if (threadIdx.x == 0) init_stream_ring(ring);
-  unsigned long long run_index = 0;
+  TileEntry entry{0, true};
   if constexpr (kTiled) {
-    run_index = enter_tile_region(sync);  // its barrier publishes the ring too
+    entry = enter_tile_region(sync, blockIdx.x);  // its barrier publishes the ring too
   } else {
     __syncthreads();
   }
@@ -151,10 +153,11 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
       if constexpr (kTiled) {
         const bool ok =
-            consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, run_index));
+            consumer_sync_and<kThreads>(wait_tile_inputs<kThreads>(sync, tile, entry.run)) &&
+            entry.ok;
         Body::run(layout, tile, smem, weights);
         consumer_sync<kThreads>();
-        if (ok && threadIdx.x == 0) publish_tile(sync, tile, run_index);
+        if (ok && threadIdx.x == 0) publish_tile(sync, tile, entry.run);
       } else {
         Body::run(layout, tile, smem, weights);
       }
@@ -261,7 +264,8 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool
                                   s.scratch_bytes, s.slots, sync));
   } else {
     const int smem_bytes = Body::smem_bytes(layout);
-    if (smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body, kTiled>();
+    // The tiled kind's own static shared memory counts against the default limit too.
+    if (kTiled || smem_bytes > kDefaultSmemBytes) raise_smem_limit<Body, kTiled>();
     const long long tiles = layout.grid.count();
     const KernelLaunch launch(static_cast<unsigned>(tiles), Body::kThreads,
                               static_cast<size_t>(smem_bytes), stream, pdl);

@@ -103,16 +103,24 @@ __device__ __forceinline__ bool wait_dependency(const unsigned long long* counte
   return false;
 }
 
-// ---- a tile region's kernel
-// ----------------------------------------------------------------------
+// ---- a tile region's kernel ---------------------------------------------------------------
 
-// Every thread of the CTA, first thing: returns the run index (launches counted from 1). Ends in
-// a barrier of the whole CTA (not the .aligned form: thread 0 may arrive from a wait). The region's
-// first kernel waits for the kernels before the region and then publishes the run on the region's
+// What a CTA of a tile region learns on entry: the run index (launches counted from 1), and
+// whether the region's start was seen (false only after a wait gave up: the CTA's tiles must not
+// be trusted).
+struct TileEntry {
+  unsigned long long run;
+  bool ok;
+};
+
+// Every thread of the CTA, first thing; `first_tile` names the CTA in errors. Ends in a barrier
+// of the whole CTA (not the .aligned form: thread 0 may arrive from a wait). The region's first
+// kernel waits for the kernels before the region and then publishes the run on the region's
 // start counter; a later kernel, which never waits for those kernels, acquires it, so that what
 // they wrote is visible to it too.
-__device__ __forceinline__ unsigned long long enter_tile_region(const TileSync& s) {
+__device__ __forceinline__ TileEntry enter_tile_region(const TileSync& s, long long first_tile) {
   __shared__ unsigned long long run;
+  __shared__ int started_ok;
   if (s.first) wait_for_prior_grids();
   allow_dependent_launch();
   if (threadIdx.x == 0) {
@@ -121,20 +129,22 @@ __device__ __forceinline__ unsigned long long enter_tile_region(const TileSync& 
     // of arrivals before their own.
     run = atomicAdd(s.arrivals, 1ull) / gridDim.x + 1;
     uint64_t* started = reinterpret_cast<uint64_t*>(s.counters + s.started_counter);
+    bool ok = true;
     if (s.first) {
       signal_counter(started, run);
     } else {
-      wait_dependency(s.counters, mk::Dep{s.started_counter, 1}, run, s.watchdog_ns, s.error,
-                      s.region, s.tile_counter);
+      ok = wait_dependency(s.counters, mk::Dep{s.started_counter, 1}, run, s.watchdog_ns, s.error,
+                           s.region, s.tile_counter + static_cast<int>(first_tile));
     }
+    started_ok = ok ? 1 : 0;
   }
   asm volatile("barrier.sync 0;" ::: "memory");
-  return run;
+  return {run, started_ok != 0};
 }
 
 // Threads [0, kThreads) of the CTA, before tile `tile` reads anything: this thread's share of
-// its dependencies (thread t takes t, t + kThreads, ...). Combine with consumer_sync_and or
-// __syncthreads_and: false on any thread means a wait gave up, and the tile must not be trusted.
+// its dependencies (thread t takes t, t + kThreads, ...). Combine with consumer_sync_and: false
+// on any thread means a wait gave up, and the tile must not be trusted.
 template <int kThreads>
 __device__ __forceinline__ bool wait_tile_inputs(const TileSync& s, long long tile,
                                                  unsigned long long run) {

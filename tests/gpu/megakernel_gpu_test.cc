@@ -183,9 +183,16 @@ TEST(TileRegionTable, DeadlockCheckRejectsPlantedTables) {
             std::string::npos);
   EXPECT_NE(find_tile_deadlock(planted(1, {good.tile_counter[0], 5})).find("not a tile"),
             std::string::npos);
+  // ... and for the region's start counter, which no tile publishes.
+  EXPECT_NE(find_tile_deadlock(planted(1, {good.started_counter(), 1})).find("not a tile"),
+            std::string::npos);
   TileTable short_offsets = good;
   short_offsets.dep_offsets[2].pop_back();
   EXPECT_NE(find_tile_deadlock(short_offsets).find("no tiles of its own"), std::string::npos);
+  TileTable shifted = good;  // counters from 1: counter 0 would be no tile's
+  for (int& first : shifted.tile_counter) ++first;
+  ++shifted.tile_count;
+  EXPECT_NE(find_tile_deadlock(shifted).find("do not start at counter 0"), std::string::npos);
 }
 
 TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
