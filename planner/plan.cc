@@ -126,17 +126,22 @@ BatchPlan plan_batch(const model::Profile& profile, const PlanOptions& options, 
   std::string why_not_tile;
   for (const model::StageShape& shape : shapes) {
     std::string why;
-    for (int op = 0; op + 2 <= shape.op_count; ++op) {
-      try {
-        sim.simulate_region(
-            shape.name, batch, {model::RegionKind::tile, op, op + 2},
-            op == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_conv);
-        why.clear();
-        break;
-      } catch (const Error& e) {
-        if (why.empty()) why = e.what();
+    bool timed = false;
+    for (int op = 0; op + 2 <= shape.op_count && !timed; ++op) {
+      for (simulator::Boundary before :
+           {simulator::Boundary::stage_start, simulator::Boundary::after_conv,
+            simulator::Boundary::after_mk, simulator::Boundary::after_tile}) {
+        if ((op == 0) != (before == simulator::Boundary::stage_start)) continue;
+        try {
+          sim.simulate_region(shape.name, batch, {model::RegionKind::tile, op, op + 2}, before);
+          timed = true;
+          break;
+        } catch (const Error& e) {
+          if (why.empty()) why = e.what();
+        }
       }
     }
+    if (timed) why.clear();
     if (why.empty()) continue;
     without_tile.push_back(shape.name);
     if (why_not_tile.empty()) why_not_tile = why;

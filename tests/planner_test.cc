@@ -11,6 +11,7 @@
 
 #include "model/batch_list.h"
 #include "model/error.h"
+#include "model/linear_provider.h"
 #include "planner/plan.h"
 #include "planner/region_costs.h"
 #include "planner/search.h"
@@ -79,6 +80,19 @@ Profile random_profile(const std::string& model, const std::vector<int64_t>& bat
     p.micro.graph_launch_by_nodes.push_back({n, c(fixed_ns + node_ns * static_cast<double>(n))});
   }
   return p;
+}
+
+// The boundary a region leaves to the next (Simulator::simulate).
+simulator::Boundary boundary_after(const Region& r) {
+  switch (r.kind) {
+    case RegionKind::mk:
+      return simulator::Boundary::after_mk;
+    case RegionKind::tile:
+      return simulator::Boundary::after_tile;
+    case RegionKind::conv:
+      break;
+  }
+  return simulator::Boundary::after_conv;
 }
 
 std::vector<TimeNs> times_of(const StageSearch& s) {
@@ -259,6 +273,56 @@ void add_launch_sweep(Profile& p, double node_ns, double excess_ns) {
 // With some of a stage's launch hidden, the DP still finds the exhaustive K best, each counted
 // at its regions' time less that share of their launch and trace excess; shares that are not
 // whole nanoseconds a node included.
+TEST(SearchTest, DpFindsTheExhaustiveOptimumWithPdlAndCublasltLinears) {
+  // With PDL steps and cuBLASLt kernels the fastest policy takes for some linears, a region
+  // after a tile region pays another boundary than after a conv region (our kernel ended the
+  // tile region): the DP's best equals the enumeration's, and each candidate's key the sum of
+  // its regions replayed with the boundary each leaves. 24 cases.
+  int cases = 0, tile_optima = 0;
+  for (const std::string family : {"llama", "qwen3"}) {
+    for (uint32_t seed = 300; seed < 306; ++seed) {
+      Profile p = random_profile(one_layer(family), {1}, seed);
+      std::mt19937 rng(seed);
+      for (model::StageProfile& s : p.batches[0].stages) {
+        for (model::OpProfile& op : s.ops) {
+          const double d = op.conv->duration_ns.mean;
+          if (op.index > 0) {
+            op.conv->pdl_step_ns = constant_stats(std::round(d * (0.5 + rng() % 100 / 100.0)));
+          }
+          if (model::cublaslt_can_run(op.kind)) {
+            model::ConvKernel lt = *op.conv;
+            lt.provider = "cublas";
+            lt.pdl_step_ns.reset();
+            lt.duration_ns = constant_stats(std::round(d * (0.3 + rng() % 100 / 100.0)));
+            op.conv_cublaslt = lt;
+          }
+        }
+      }
+      simulator::Simulator sim(std::move(p),
+                               {.pdl = true, .linear_provider = model::ProviderPolicy::fastest});
+      for (const std::string stage : {"prefill", "decode"}) {
+        SCOPED_TRACE(family + " seed " + std::to_string(seed) + " " + stage);
+        const StageSearch dp = search_stage(sim, stage, 1, {.top_k = 3});
+        ASSERT_EQ(times_of(dp), times_of(exhaustive_stage(sim, stage, 1, 3)));
+        for (const StageCandidate& c : dp.best) {
+          TimeNs key = 0;
+          simulator::Boundary before = simulator::Boundary::stage_start;
+          for (const Region& r : c.regions) {
+            key += sim.simulate_region(stage, 1, r, before)->time_ns;
+            before = boundary_after(r);
+          }
+          EXPECT_EQ(key, c.key_ns);
+        }
+        tile_optima += std::ranges::any_of(
+            dp.best.front().regions, [](const Region& r) { return r.kind == RegionKind::tile; });
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 24);
+  EXPECT_GT(tile_optima, 3);
+}
+
 TEST(SearchTest, DpFindsTheExhaustiveOptimumWithHiddenLaunches) {
   int cases = 0;
   for (uint32_t seed = 300; seed < 306; ++seed) {
@@ -278,8 +342,7 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumWithHiddenLaunches) {
           const auto result = sim.simulate_region("decode", 1, r, before);
           key += region_key_ns(*result, hidden);
           time += result->time_ns;
-          before = r.kind == RegionKind::mk ? simulator::Boundary::after_mk
-                                            : simulator::Boundary::after_conv;
+          before = boundary_after(r);
         }
         EXPECT_EQ(c.key_ns, key);
         EXPECT_LT(c.key_ns, time);  // the fixed launch alone is 4 us
@@ -328,8 +391,7 @@ TEST(SearchTest, CoverageFloorsFindTheExhaustiveOptimumOnRandomSmallGraphs) {
                            c.regions[r - 1].kind == RegionKind::conv);
             }
             key += region_key_ns(*sim.simulate_region(stage, 1, c.regions[r], before), hidden);
-            before = c.regions[r].kind == RegionKind::mk ? simulator::Boundary::after_mk
-                                                         : simulator::Boundary::after_conv;
+            before = boundary_after(c.regions[r]);
             at = c.regions[r].end;
           }
           EXPECT_EQ(at, dp.stats.ops);
@@ -696,6 +758,23 @@ TEST(PlanTest, TopBeyondEveryOpCountIsCappedAndRanksTheSame) {
     EXPECT_EQ(asked.batches[0].ranked[i].text, capped.batches[0].ranked[i].text) << i;
   }
   EXPECT_EQ(make_plan(p, {.top_k = 3}).top_k, 3);  // below the cap: as asked
+}
+
+TEST(PlanTest, SaysWhereTheProfileTimesNoTileRegion) {
+  PlanOptions options;
+  options.batches = {1};
+  options.threads = 1;
+  testing::SyntheticDevice older;
+  older.sm_limits = false;
+  const Plan without = make_plan(testing::synthetic_profile("tiny-llama", {1}, 16, older), options);
+  const std::vector<std::string>& notes = without.batch(1).notes;
+  EXPECT_TRUE(std::ranges::any_of(notes, [](const std::string& n) {
+    return n.starts_with("no tile region in prefill, decode: ") &&
+           n.find("device.sm_limits missing") != std::string::npos;
+  })) << ::testing::PrintToString(notes);
+  const Plan with = make_plan(testing::synthetic_profile("tiny-llama", {1}, 16), options);
+  EXPECT_FALSE(std::ranges::any_of(
+      with.batch(1).notes, [](const std::string& n) { return n.starts_with("no tile region"); }));
 }
 
 TEST(PlanTest, ProgressRisesToOne) {

@@ -70,6 +70,16 @@ TEST(TileStepTest, AConsumerThatReadsEveryTileWaitsForTheWholeProducer) {
   EXPECT_EQ(s.step_ns, 3600);
 }
 
+TEST(TileStepTest, AWholeProducerReadIsOneDependencyToCheck) {
+  // A consumer of 32 threads that reads all 64 producer tiles waits for one count (the
+  // executor's op count): one check round, not two. Producer: 8 CTAs of 8 tiles, 10 us.
+  TileKernel consumer = small(8, 8, 3000);
+  consumer.threads = 32;
+  const auto all = [](int64_t, TileReads& r) { r.all = true; };
+  EXPECT_EQ(simulate_tile_step(small(8, 64, 10000), consumer, all, device()).step_ns,
+            400 + 200 + 3000);
+}
+
 TEST(TileStepTest, AConsumerWithoutRoomWaitsForTheProducersCtasToEnd) {
   // Both kernels take an SM's shared memory. Producer: 16 CTAs, two waves of 5 µs over 10 µs.
   // The consumer launches once the second wave is placed (5 µs) + 0.6 µs, but finds room only as
