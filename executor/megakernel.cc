@@ -15,6 +15,7 @@
 #include "executor/megakernel_codegen.h"
 #include "executor/tensor_map.h"
 #include "executor/tiles/stream_shape.h"
+#include "executor/watchdog.h"
 #include "model/error.h"
 #include "model/schedule.h"
 
@@ -111,7 +112,7 @@ struct MegakernelRegion::Impl {
   DeviceArray<int> queue_begin;
   DeviceArray<mk::Dep> deps;
   DeviceArray<unsigned long long> counters, arrivals;
-  DeviceArray<mk::ErrorRecord> error;
+  WatchdogRecord error;
   DeviceArray<mk::TaskTiming> timings;
   DeviceArray<unsigned long long> cta_entry_ns;
   int ring_offset = 0;
@@ -246,7 +247,6 @@ struct MegakernelRegion::Impl {
     deps = DeviceArray<mk::Dep>(table.deps);
     counters = DeviceArray<unsigned long long>(static_cast<size_t>(table.counter_count()));
     arrivals = DeviceArray<unsigned long long>(1);
-    error = DeviceArray<mk::ErrorRecord>(1);
     if (options.timing) {
       timings = DeviceArray<mk::TaskTiming>(table.task_count);
       cta_entry_ns = DeviceArray<unsigned long long>(static_cast<size_t>(table.queue_count()));
@@ -337,12 +337,7 @@ void MegakernelRegion::launch(cudaStream_t stream) {
 
 void MegakernelRegion::check(cudaStream_t stream) {
   Impl& m = *impl_;
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  mk::ErrorRecord e{};
-  CUDA_CHECK(cudaMemcpy(&e, m.error.get(), sizeof e, cudaMemcpyDeviceToHost));
-  if (e.flag == 0) return;
-  CUDA_CHECK(cudaMemset(m.error.get(), 0, sizeof e));
-  auto describe = [&](int task) {
+  m.error.check(stream, m.name, m.options.watchdog_ns, [&](int task) -> std::string {
     if (task >= m.table.task_count && task < m.table.counter_count()) {
       const int op = m.table.op_begin + (task - m.table.task_count);
       return "the count of op " + std::to_string(op) + " " + m.graph.op(op).name;
@@ -351,12 +346,7 @@ void MegakernelRegion::check(cudaStream_t stream) {
     const model::TaskRef ref = m.graph.task(m.table.first_task + task);
     return "task " + std::to_string(task) + " (op " + std::to_string(ref.op) + " " +
            m.graph.op(ref.op).name + ", tile " + std::to_string(ref.tile) + ")";
-  };
-  throw Error(m.name + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
-              std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
-              describe(e.counter) + " to reach " + std::to_string(e.target) + " but it stayed at " +
-              std::to_string(e.seen) + " for " + std::to_string(m.options.watchdog_ns / 1000) +
-              " us; the region gave up");
+  });
 }
 
 const RegionConfig& MegakernelRegion::config() const { return impl_->config; }

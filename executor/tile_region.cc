@@ -5,6 +5,7 @@
 #include "executor/device_memory.h"
 #include "executor/op_support.h"
 #include "executor/tile_sync_abi.h"
+#include "executor/watchdog.h"
 #include "model/error.h"
 
 namespace megacut::executor {
@@ -108,7 +109,7 @@ struct TileRegion::Impl {
   DeviceArray<unsigned long long> arrivals;  // one per op
   std::vector<DeviceArray<int>> dep_offsets;
   std::vector<DeviceArray<mk::Dep>> deps;
-  DeviceArray<mk::ErrorRecord> error{1};
+  WatchdogRecord error;
   std::vector<TileSync> syncs;
   std::string name;
 
@@ -169,13 +170,9 @@ void TileRegion::launch(cudaStream_t stream) {
 
 void TileRegion::check(cudaStream_t stream) {
   Impl& m = *impl_;
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  const mk::ErrorRecord e = m.error.download()[0];
-  if (e.flag == 0) return;
-  CUDA_CHECK(cudaMemset(m.error.get(), 0, sizeof e));
   const model::TaskId first = m.graph.first_task(m.table.op_begin);
-  auto describe = [&](int counter) {
-    if (counter == m.table.started_counter()) return std::string("the region's first kernel");
+  m.error.check(stream, m.name, m.options.watchdog_ns, [&](int counter) -> std::string {
+    if (counter == m.table.started_counter()) return "the region's first kernel";
     if (counter >= m.table.tile_count && counter < m.table.started_counter()) {
       const int op = m.table.op_begin + (counter - m.table.tile_count);
       return "the count of op " + std::to_string(op) + " " + m.graph.op(op).name;
@@ -184,12 +181,7 @@ void TileRegion::check(cudaStream_t stream) {
     const model::TaskRef ref = m.graph.task(first + counter);
     return "op " + std::to_string(ref.op) + " " + m.graph.op(ref.op).name + ", tile " +
            std::to_string(ref.tile);
-  };
-  throw Error(m.name + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
-              std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
-              describe(e.counter) + " to reach " + std::to_string(e.target) + " but it stayed at " +
-              std::to_string(e.seen) + " for " + std::to_string(m.options.watchdog_ns / 1000) +
-              " us; the region gave up");
+  });
 }
 
 const TileTable& TileRegion::table() const { return impl_->table; }
