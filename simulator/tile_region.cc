@@ -115,7 +115,6 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
       add(load[e.sm], e.kernel == 0 ? p.footprint : c.footprint, -1);
     }
   };
-  auto next_exit = [&]() { return running.top().end; };  // never empty: an idle SM takes a CTA
 
   // The tiles CTA `cta` of `k` runs, in order.
   auto for_tiles = [](const TileKernel& k, int64_t cta, const auto& visit) {
@@ -126,17 +125,25 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
     for (int64_t tile = cta; tile < k.tiles(); tile += k.ctas) visit(tile);
   };
 
+  // The next CTA of a kernel: placed at `now`, or as soon after as a CTA's end makes room (one
+  // always does: an idle SM takes any CTA); returns its SM.
+  double now = 0;
+  auto place_next = [&](const Footprint& f) {
+    for (;;) {
+      retire(now);
+      if (const int sm = place(f); sm >= 0) {
+        add(load[sm], f, +1);
+        return sm;
+      }
+      now = running.top().end;
+    }
+  };
+
   // The producer: its CTAs placed from 0 as room allows; its tiles' ends.
   std::vector<double> tile_end(static_cast<size_t>(producer.tiles()), 0);
-  double producer_end = 0, now = 0;
-  for (int64_t cta = 0; cta < producer.ctas;) {
-    retire(now);
-    const int sm = place(p.footprint);
-    if (sm < 0) {
-      now = next_exit();
-      continue;
-    }
-    add(load[sm], p.footprint, +1);
+  double producer_end = 0;
+  for (int64_t cta = 0; cta < producer.ctas; ++cta) {
+    const int sm = place_next(p.footprint);
     double t = now;
     for_tiles(producer, cta, [&](int64_t tile) {
       t += p.tile_ns;
@@ -145,21 +152,14 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
     // A CTA without a tile of its own (grid above the tile count) exits at once.
     running.push({t, sm, 0});
     producer_end = std::max(producer_end, t);
-    ++cta;
   }
   // The consumer launches once every producer CTA has started.
   now += static_cast<double>(device.dependent_launch_ns);
   const double latency = static_cast<double>(device.signal_latency_ns);
   TileReads r;
   double consumer_end = now;
-  for (int64_t cta = 0; cta < consumer.ctas;) {
-    retire(now);
-    const int sm = place(c.footprint);
-    if (sm < 0) {
-      now = next_exit();
-      continue;
-    }
-    add(load[sm], c.footprint, +1);
+  for (int64_t cta = 0; cta < consumer.ctas; ++cta) {
+    const int sm = place_next(c.footprint);
     double t = now;
     for_tiles(consumer, cta, [&](int64_t tile) {
       r.tiles.clear();
@@ -181,7 +181,6 @@ TileStep simulate_tile_step(const TileKernel& producer, const TileKernel& consum
     // Its work done, the CTA waits for the producer to end before it leaves.
     running.push({std::max(t, producer_end), sm, 1});
     consumer_end = std::max(consumer_end, t);
-    ++cta;
   }
   TileStep out;
   out.producer_end_ns = time_from_ns(producer_end);
