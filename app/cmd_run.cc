@@ -91,14 +91,16 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
     const executor::RegionConfig& c = timing.region->config();
     std::printf("task timing, region %s mk[%d:%d] on %d CTAs, from its first CTA's start:\n",
                 graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
-    std::printf("  %4s %-28s %6s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
-                "last end", "mean task", "mean wait");
+    std::printf("  %4s %-28s %6s %12s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
+                "last end", "mean task", "mean wait", "mean signal");
     for (const profiler::OpTimeline& t : timing.ops) {
-      std::printf("  %4d %-28s %6d %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
+      const std::string signal =
+          t.signaled > 0 ? format_ns(std::llround(t.signal_ns / t.signaled)) : "-";
+      std::printf("  %4d %-28s %6d %12s %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
                   t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
                   format_ns(std::llround(t.last_end_ns)).c_str(),
                   format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
-                  format_ns(std::llround(t.wait_ns / t.tasks)).c_str());
+                  format_ns(std::llround(t.wait_ns / t.tasks)).c_str(), signal.c_str());
     }
   }
   model::write_text_file(path, profiler::task_timing_to_json(runner, timings, m).dump(1) + "\n");

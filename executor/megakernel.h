@@ -66,6 +66,8 @@ struct TaskTimingRecord {
   uint64_t end_ns = 0;
   int sm = 0;
   int block = 0;
+  uint64_t signal_ns = 0;   // the signaler saw it done (0: no signaler)
+  uint64_t publish_ns = 0;  // its counter's store issued
 };
 
 class MegakernelRegion {

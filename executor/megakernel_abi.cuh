@@ -48,11 +48,14 @@ struct ErrorRecord {
 };
 
 // Per task, when timing is compiled in (MEGACUT_MK_TIMING): %globaltimer at start (after its
-// waits) and end (before its signal), and the SM it ran on. Each CTA also records when it
+// waits), end (its consumers done), signal (the signaler saw it done) and publish (its
+// counter's store issued), and the SM it ran on. Each CTA also records when it
 // started (Params::cta_entry_ns), so that what a region does before its first task shows.
 struct TaskTiming {
   unsigned long long start_ns;
   unsigned long long end_ns;
+  unsigned long long signal_ns;
+  unsigned long long publish_ns;
   unsigned int sm;
   unsigned int block;
 };

@@ -145,6 +145,12 @@ __device__ __forceinline__ void signal_queue(const Params& p, int first, int las
       continue;
     }
     idle_since = 0;
+#ifdef MEGACUT_MK_TIMING
+    if (p.timings != nullptr) {
+      const unsigned long long seen = tiles::globaltimer_ns();
+      for (int t = next; t < finished; ++t) p.timings[p.tasks[t].index].signal_ns = seen;
+    }
+#endif
     // Cumulative: the consumers' writes, ordered before `done` by their barrier and its release.
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     const unsigned long long run = *const_cast<const volatile unsigned long long*>(&run_index);
@@ -153,6 +159,9 @@ __device__ __forceinline__ void signal_queue(const Params& p, int first, int las
                    : "memory");
       asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(p.counters + op_counter)
                    : "memory");
+#ifdef MEGACUT_MK_TIMING
+      if (p.timings != nullptr) p.timings[index].publish_ns = tiles::globaltimer_ns();
+#endif
       if (next + 1 < last) {
         index = p.tasks[next + 1].index;
         op_counter = p.tasks[next + 1].op_counter;
@@ -236,6 +245,9 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
         __threadfence();
         signal_counter(reinterpret_cast<uint64_t*>(p.counters + task.index), run);
         atomicAdd(p.counters + task.op_counter, 1ull);
+#ifdef MEGACUT_MK_TIMING
+        if (p.timings != nullptr) p.timings[task.index].publish_ns = tiles::globaltimer_ns();
+#endif
       }
     }
   }

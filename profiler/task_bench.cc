@@ -97,6 +97,10 @@ std::vector<OpTimeline> op_timelines(const executor::TaskTable& table,
       ++t.tasks;
       t.busy_ns += end - start;
       t.wait_ns += static_cast<double>(r.start_ns - std::min(previous_end, r.start_ns));
+      if (r.publish_ns >= r.end_ns && r.publish_ns != 0) {
+        t.signal_ns += static_cast<double>(r.publish_ns - r.end_ns);
+        ++t.signaled;
+      }
       previous_end = r.end_ns;
     }
   }
@@ -135,7 +139,9 @@ nlohmann::json task_timing_to_json(const executor::ScenarioRunner& runner,
                          {"sm", r.sm},
                          {"block", r.block},
                          {"start_ns", r.start_ns},
-                         {"end_ns", r.end_ns}});
+                         {"end_ns", r.end_ns},
+                         {"signal_ns", r.signal_ns},
+                         {"publish_ns", r.publish_ns}});
       }
       regions.push_back({{"config", t.region->config().to_json()},
                          {"cta_entry_ns", t.cta_entry_ns},

@@ -55,8 +55,10 @@ struct OpTimeline {
   int tasks = 0;
   double first_start_ns = 0;
   double last_end_ns = 0;
-  double busy_ns = 0;  // summed over the op's tasks
-  double wait_ns = 0;  // summed over the op's tasks
+  double busy_ns = 0;    // summed over the op's tasks
+  double wait_ns = 0;    // summed over the op's tasks
+  double signal_ns = 0;  // end to counter store issued, summed over the tasks that record it
+  int signaled = 0;      // tasks that record it (a region with a signaler thread)
 };
 
 // The region's ops in order, each with tasks in the launch. Throws megacut::Error as

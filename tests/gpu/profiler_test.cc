@@ -329,6 +329,21 @@ TEST(TaskBenchTest, OpTimelinesSumBusyAndWaitPerOp) {
   EXPECT_THROW(profiler::op_timelines(q.table, q.records, {1001, 1004}), Error);
 }
 
+// A task's signal runs from its end to its counter's store; tasks without a publish record (a
+// region without a signaler thread records none) count in no mean.
+TEST(TaskBenchTest, SignalRunsFromTheEndToThePublish) {
+  TwoQueues q;
+  q.table.op_begin = 5;
+  q.table.op_end = 6;
+  q.records[0].publish_ns = 1130;  // 30 after its end
+  q.records[1].publish_ns = 1310;  // 10 after
+  const std::vector<profiler::OpTimeline> ops =
+      profiler::op_timelines(q.table, q.records, {900, 1004});
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].signaled, 2);
+  EXPECT_EQ(ops[0].signal_ns, 40);
+}
+
 TEST(TaskBenchTest, DefaultCtaCountsAreOneQuarterHalfAll) {
   EXPECT_EQ(profiler::default_task_ctas(132), (std::vector<int>{1, 33, 66, 132}));
   EXPECT_EQ(profiler::default_task_ctas(2), (std::vector<int>{1, 2}));

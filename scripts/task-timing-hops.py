@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Where the hops between a megakernel region's ops go, from a task timing file.
+
+Usage: scripts/task-timing-hops.py TIMING.json[.gz] [FIRST_LAYER LAST_LAYER]
+
+TIMING.json is what `megacut run --task-timing` writes (megacut.task_timing/1), or it gzipped. For each op of
+a decoder layer, averaged over layers FIRST_LAYER..LAST_LAYER (default 1..14: neither the first
+nor the last), and for the ops outside the layers: the median task, the hop from the op before's
+last task end to this op's first task start, and the way of the op before's last task to it:
+end to the signaler seeing it done (notice), the release fence and counter store (fence, to
+publish_ns), publish to this op's first start (wait). All in microseconds.
+"""
+import gzip
+import json
+import re
+import statistics
+import sys
+
+
+def main():
+    path = sys.argv[1]
+    first, last = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1, 14)
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        doc = json.load(f)
+    for stage in doc["stages"]:
+        names = stage["ops"]
+        for region in stage["regions"]:
+            by_op = {}
+            for t in region["tasks"]:
+                by_op.setdefault(t["op"], []).append(t)
+            ops = sorted(by_op)
+            rows = {}
+            for i, op in enumerate(ops):
+                tasks = by_op[op]
+                start = min(t["start_ns"] for t in tasks)
+                median = statistics.median(t["end_ns"] - t["start_ns"] for t in tasks)
+                hop = notice = fence = wait = 0.0
+                if i > 0:
+                    before = max(by_op[ops[i - 1]], key=lambda t: t["end_ns"])
+                    hop = start - before["end_ns"]
+                    if before.get("signal_ns"):
+                        notice = before["signal_ns"] - before["end_ns"]
+                        fence = before["publish_ns"] - before["signal_ns"]
+                        wait = start - before["publish_ns"]
+                m = re.match(r"(.*)layers\.(\d+)\.(.*)", names[op])
+                if m and not first <= int(m.group(2)) <= last:
+                    continue
+                key = m.group(1) + m.group(3) if m else names[op]
+                rows.setdefault(key, []).append((median, hop, notice, fence, wait))
+            print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
+                  "averaged (us): task, hop from the op before, and of it notice, fence, wait")
+            for key, values in rows.items():
+                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(5)]
+                print(f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
+                      f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
