@@ -20,8 +20,10 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
                                 const std::string& name_prefix, int layer, int x, int64_t window) {
   const std::string w = weight_prefix + "layers." + std::to_string(layer) + ".";
   const std::string n = name_prefix + "layers." + std::to_string(layer) + ".";
-  const int64_t hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-  const int64_t hidden = c.hidden_size, inter = c.intermediate_size;
+  // One rank's slice under tensor parallel (make_scenario checked that they divide).
+  const int64_t hd = c.head_dim, nh = c.num_heads / tp_, nkv = c.num_kv_heads / tp_;
+  const int64_t hidden = c.hidden_size, inter = c.intermediate_size / tp_;
+  const bool parallel = tp_ > 1;
   auto op = [&](const std::string& name, std::string_view kind, std::vector<int> inputs,
                 std::vector<int> weights, int output, Tiling tiling, Attrs attrs = {}) {
     add(n + name, kind, std::move(inputs), std::move(weights), output, tiling, std::move(attrs),
@@ -97,7 +99,17 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
   const int o_weight = weight(w + "self_attn.o_proj.weight", {hidden, nh * hd});
   const int down_weight = weight(w + "mlp.down_proj.weight", {hidden, inter});
   const int x1 = activation(n + "attn_residual", hidden);
-  if (fused) {
+  // A row-parallel linear's partial sums, all-reduced over the ranks and added to `residual`.
+  auto row_parallel = [&](const std::string& name, const std::string& out, int in, int matrix,
+                          int residual, int output) {
+    const int partial = activation(n + out, hidden);
+    op(name, "linear", {in}, {matrix}, partial, linear_tiling(rows_, hidden));
+    op(name + "_all_reduce", "all-reduce-residual", {partial, residual}, {}, output,
+       elementwise_tiling(hidden), {{"ranks", double(tp_)}});
+  };
+  if (parallel) {
+    row_parallel("attn.o", "attn_out", attn, o_weight, x, x1);
+  } else if (fused) {
     op("attn.o", "linear-residual", {attn, x}, {o_weight}, x1, linear_tiling(rows_, hidden));
   } else {
     const int o = activation(n + "attn_out", hidden);
@@ -122,7 +134,11 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
     op("mlp.gate_up", "norm-linear", {x1}, std::move(weights), m,
        {t.rows, inter, t.tile_rows, t.tile_cols / 2}, glu);
     x2 = activation(n + "mlp_residual", hidden);
-    op("mlp.down", "linear-residual", {m, x1}, {down_weight}, x2, linear_tiling(rows_, hidden));
+    if (parallel) {
+      row_parallel("mlp.down", "mlp_out", m, down_weight, x1, x2);
+    } else {
+      op("mlp.down", "linear-residual", {m, x1}, {down_weight}, x2, linear_tiling(rows_, hidden));
+    }
   } else {
     const int gate_up = activation(n + "gate_up", 2 * inter);
     normed_linear("mlp_norm", w + "post_attention_layernorm.weight", x1, "mlp.gate_up",
@@ -130,9 +146,13 @@ int StageBuilder::decoder_layer(const DecoderConfig& c, const std::string& weigh
     x2 = activation(n + "mlp_residual", hidden);
     const int m = activation(n + "mlp_act", inter);
     op("mlp.silu_mul", "silu-mul", {gate_up}, {}, m, elementwise_tiling(inter));
-    const int d = activation(n + "mlp_out", hidden);
-    op("mlp.down", "linear", {m}, {down_weight}, d, linear_tiling(rows_, hidden));
-    op("mlp.residual", "residual-add", {x1, d}, {}, x2, elementwise_tiling(hidden));
+    if (parallel) {
+      row_parallel("mlp.down", "mlp_out", m, down_weight, x1, x2);
+    } else {
+      const int d = activation(n + "mlp_out", hidden);
+      op("mlp.down", "linear", {m}, {down_weight}, d, linear_tiling(rows_, hidden));
+      op("mlp.residual", "residual-add", {x1, d}, {}, x2, elementwise_tiling(hidden));
+    }
   }
   return x2;
 }
@@ -150,25 +170,40 @@ Attrs StageBuilder::rope_attrs(const DecoderConfig& c, Attrs a) const {
 
 }  // namespace build
 
-Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t batch) {
+Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t batch, int64_t tp) {
   if (batch <= 0) throw Error("batch must be positive, got " + std::to_string(batch));
-  build::StageBuilder b(stage, batch);
+  if (tp < 1 || c.num_heads % tp != 0 || c.num_kv_heads % tp != 0 ||
+      c.intermediate_size % tp != 0 || c.vocab_size % tp != 0) {
+    throw Error("tensor-parallel degree " + std::to_string(tp) +
+                " does not divide the heads, KV heads, intermediate size and vocabulary");
+  }
+  build::StageBuilder b(stage, batch, tp);
+  // Tensor parallel: the embedding table and the head are sliced by vocabulary (each rank holds
+  // vocab / tp rows; its embedding writes zeros for the ids of other ranks and an all-reduce
+  // sums them; its head writes its share of the logits and an all-gather joins them).
+  const int64_t vocab = c.vocab_size / tp;
   const int ids = b.input("token_ids", DType::i32, {b.rows()});
-  const int table = b.weight("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
-  int x = b.activation("embed", c.hidden_size);
+  const int table = b.weight("model.embed_tokens.weight", {vocab, c.hidden_size});
+  int x = b.activation(tp > 1 ? "embed_partial" : "embed", c.hidden_size);
   b.add("embed", "embedding", {ids}, {table}, x, b.row_tiling(c.hidden_size, c.hidden_size));
+  if (tp > 1) {
+    const int summed = b.activation("embed", c.hidden_size);
+    b.add("embed_all_reduce", "all-reduce", {x}, {}, summed, b.elementwise_tiling(c.hidden_size),
+          {{"ranks", double(tp)}});
+    x = summed;
+  }
   for (int layer = 0; layer < c.num_layers; ++layer) x = b.decoder_layer(c, "model.", "", layer, x);
 
   const int h = b.final_norm(c, "model.norm.weight", x);
   const int head =
-      c.tie_word_embeddings ? table : b.weight("lm_head.weight", {c.vocab_size, c.hidden_size});
+      c.tie_word_embeddings ? table : b.weight("lm_head.weight", {vocab, c.hidden_size});
   b.head_and_argmax("lm_head", "lm-head", {h}, head, c.vocab_size);
   return b.finish();
 }
 
 Graph build_graph(const ModelSpec& model, const Scenario& scenario, std::string_view stage) {
   if (model.tts) return build_tts_stage(model, scenario, stage);
-  return build_decoder_stage(model.decoder, scenario.stage(stage), scenario.batch);
+  return build_decoder_stage(model.decoder, scenario.stage(stage), scenario.batch, scenario.tp);
 }
 
 }  // namespace megacut::model

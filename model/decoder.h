@@ -16,8 +16,10 @@ namespace megacut::model {
 inline constexpr int64_t kFusedLayerMaxRows = 64;
 inline bool fuses_layer_ops(int64_t rows) { return rows <= kFusedLayerMaxRows; }
 
-// The finalized graph of one stage of a decoder-only transformer at one batch size.
-Graph build_decoder_stage(const DecoderConfig& config, const Stage& stage, int64_t batch);
+// The finalized graph of one stage of a decoder-only transformer at one batch size: with `tp` >
+// 1, one rank's graph of the stage sliced over tp GPUs (build::StageBuilder::decoder_layer).
+Graph build_decoder_stage(const DecoderConfig& config, const Stage& stage, int64_t batch,
+                          int64_t tp = 1);
 
 // The finalized graph of stage `stage` of `scenario` for `model`.
 Graph build_graph(const ModelSpec& model, const Scenario& scenario, std::string_view stage);

@@ -40,7 +40,8 @@ nlohmann::json graph_to_json(const Graph& graph) {
          {"weights", weights},
          {"bytes_read", cost.bytes_read},
          {"bytes_written", cost.bytes_written},
-         {"flops", cost.flops}});
+         {"flops", cost.flops},
+         {"link_bytes", cost.link_bytes}});
   }
   const TileCost total = graph.total_cost();
   return {{"schema", "megacut.graph/1"},
@@ -53,7 +54,8 @@ nlohmann::json graph_to_json(const Graph& graph) {
             {"tile_edges", tile_edge_count(graph)},
             {"bytes_read", total.bytes_read},
             {"bytes_written", total.bytes_written},
-            {"flops", total.flops}}},
+            {"flops", total.flops},
+            {"link_bytes", total.link_bytes}}},
           {"parameters", {{"count", graph.parameter_count()}, {"bytes", graph.parameter_bytes()}}}};
 }
 

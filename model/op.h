@@ -31,11 +31,13 @@ struct TileCost {
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
   int64_t flops = 0;
+  int64_t link_bytes = 0;  // sent to other GPUs (tensor parallel's collectives), per GPU
 
   TileCost& operator+=(const TileCost& other) {
     bytes_read += other.bytes_read;
     bytes_written += other.bytes_written;
     flops += other.flops;
+    link_bytes += other.link_bytes;
     return *this;
   }
 };

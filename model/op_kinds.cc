@@ -24,7 +24,9 @@ Box all_cols(const Graph& graph, int tensor, int64_t row_begin, int64_t row_end)
   return Box{row_begin, row_end, 0, cols_of(graph, tensor)};
 }
 
-// embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input).
+// embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input). Under
+// tensor parallel the table is one rank's rows of the vocabulary, and ids of other ranks' rows
+// give zeros (an all-reduce sums the ranks').
 class Embedding final : public Kind {
  public:
   Embedding() : Kind("embedding", {Access::one_to_one}) {}
@@ -306,6 +308,53 @@ class ResidualAdd final : public Kind {
   }
 };
 
+// The collectives of tensor parallel (attr "ranks": the GPUs a stage is sliced over). A tile
+// moves its box between the ranks as a ring collective does: each rank sends (ranks - 1) /
+// ranks of the box for an all-gather, twice that for an all-reduce (reduce-scatter, then
+// all-gather).
+int64_t ring_bytes(const Op& op, int64_t box_bytes, int64_t passes) {
+  const int64_t ranks = op.attrs.i("ranks");
+  return passes * box_bytes * (ranks - 1) / ranks;
+}
+
+// all-reduce: y = the sum over the ranks of x. all-reduce-residual: y = r + that sum (input 1,
+// r, is the same on every rank): a row-parallel linear's partial sums and the residual add
+// after it.
+class AllReduce final : public Kind {
+ public:
+  explicit AllReduce(bool residual)
+      : Kind(residual ? "all-reduce-residual" : "all-reduce",
+             residual ? std::vector<Access>{Access::one_to_one, Access::one_to_one}
+                      : std::vector<Access>{Access::one_to_one}),
+        residual_(residual) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int, const Box& out) const override {
+    return {out};
+  }
+  TileCost tile_cost(const Op& op, const Graph&, const Box& out) const override {
+    const int64_t bytes = out.rows() * out.cols() * kBf16;
+    return {(residual_ ? 2 : 1) * bytes, bytes, out.rows() * out.cols(), ring_bytes(op, bytes, 2)};
+  }
+
+ private:
+  bool residual_;
+};
+
+// all-gather: y = the ranks' x side by side along the features (rank r's x in columns
+// [r * cols(x), (r + 1) * cols(x))); a tile reads the rows of this rank's x.
+class AllGather final : public Kind {
+ public:
+  AllGather() : Kind("all-gather", {Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op& op, const Graph& graph, int,
+                               const Box& out) const override {
+    return {all_cols(graph, op.inputs[0], out.row_begin, out.row_end)};
+  }
+  TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
+    const int64_t element = dtype_bytes(graph.tensor(op.output).dtype);
+    const int64_t bytes = out.rows() * out.cols() * element;
+    return {bytes / op.attrs.i("ranks"), bytes, 0, ring_bytes(op, bytes, 1)};
+  }
+};
+
 // step-embedding and step-head: a code predictor's per-step embedding tables and heads,
 // stacked along rows (steps * entries, hidden); input 1 is the step s (i32, one value, a stage
 // input) that picks rows [s * entries, (s + 1) * entries). step-embedding: out[t, :] =
@@ -381,6 +430,9 @@ void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Argmax>());
   kinds.push_back(std::make_unique<StepEmbedding>());
   kinds.push_back(std::make_unique<StepHead>());
+  kinds.push_back(std::make_unique<AllReduce>(false));
+  kinds.push_back(std::make_unique<AllReduce>(true));
+  kinds.push_back(std::make_unique<AllGather>());
 }
 
 }  // namespace megacut::model

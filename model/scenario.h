@@ -37,6 +37,9 @@ struct Scenario {
   int64_t batch = 1;
   int64_t prompt_len = 128;
   int64_t frames = 0;  // TTS: frames in the first audio chunk (k); 0 for an LLM
+  // Tensor-parallel degree: the GPUs each layer is sliced over (Megatron style); a stage graph
+  // is one rank's, all ranks alike.
+  int64_t tp = 1;
   std::vector<Stage> stages;
   // What one steady-state step gives each sequence: 1 token, or k frames' seconds of audio.
   double outputs_per_step = 1;
@@ -66,10 +69,14 @@ int64_t cache_positions(const ModelSpec& model, int64_t prompt_len, int64_t fram
 enum class Sequence { first_output, step };
 std::vector<std::string> stage_sequence(const Scenario& scenario, Sequence sequence);
 
+// The most GPUs a tensor-parallel scenario may span (those of one host).
+inline constexpr int64_t kMaxTp = 8;
+
 // The model's scenario at batch `batch`: for an LLM, prefill of `prompt_len` tokens then one
 // decode step at position P; for a TTS pipeline, the stages of the first chunk of `frames`
-// frames (0: kDefaultFrames). `frames` is rejected for an LLM.
+// frames (0: kDefaultFrames). `frames` is rejected for an LLM. `tp` > 1 slices an LLM's layers
+// over that many GPUs: its heads, KV heads, intermediate size and vocabulary must divide by it.
 Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len,
-                       int64_t frames = 0);
+                       int64_t frames = 0, int64_t tp = 1);
 
 }  // namespace megacut::model

@@ -87,8 +87,13 @@ inline Tiling attention_tiling(int64_t rows, int64_t seq_len, int64_t heads, int
 
 class StageBuilder {
  public:
-  StageBuilder(const Stage& stage, int64_t batch)
-      : stage_(stage), batch_(batch), rows_(batch * stage.seq_len), g_(stage.name, batch) {}
+  // `tp` > 1: one rank's graph of a tensor-parallel stage (decoder_layer says how it slices).
+  StageBuilder(const Stage& stage, int64_t batch, int64_t tp = 1)
+      : stage_(stage),
+        batch_(batch),
+        rows_(batch * stage.seq_len),
+        tp_(tp),
+        g_(stage.name, batch) {}
 
   Graph finish() {
     g_.finalize();
@@ -97,6 +102,7 @@ class StageBuilder {
 
   const Stage& stage() const { return stage_; }
   int64_t batch() const { return batch_; }
+  int64_t tp() const { return tp_; }
   int64_t rows() const { return rows_; }  // batch x the stage's rows per sequence
 
   int weight(const std::string& name, std::vector<int64_t> shape) {
@@ -150,6 +156,11 @@ class StageBuilder {
   //   m   = silu-mul(gu)               d   = linear(m)
   //   x2  = residual-add(x1, d)
   //
+  // Tensor parallel (tp > 1), Megatron style: qkv and gate_up are column-parallel (each rank
+  // holds heads / tp query heads, kv_heads / tp KV heads and intermediate / tp features), o and
+  // down row-parallel, each followed by an all-reduce of its partial sums that also adds the
+  // residual (residual-add's place: no linear-residual fusion, the residual is added once).
+  //
   // Returns x2.
   int decoder_layer(const DecoderConfig& c, const std::string& weight_prefix,
                     const std::string& name_prefix, int layer, int x, int64_t window = 0);
@@ -166,10 +177,19 @@ class StageBuilder {
 
   // A head `name` of kind `kind` (lm-head, step-head) over the normed rows into f32 logits,
   // and the greedy pick of the next token.
+  // With tensor parallel, the head writes the rank's vocab / tp logits and an all-gather joins
+  // the ranks'.
   void head_and_argmax(const std::string& name, std::string_view kind, std::vector<int> inputs,
                        int weight, int64_t vocab) {
     const int logits = activation("logits", batch_, vocab, DType::f32);
-    add(name, kind, std::move(inputs), {weight}, logits, linear_tiling(batch_, vocab));
+    if (tp_ > 1) {
+      const int share = activation("logits_share", batch_, vocab / tp_, DType::f32);
+      add(name, kind, std::move(inputs), {weight}, share, linear_tiling(batch_, vocab / tp_));
+      add(name + "_all_gather", "all-gather", {share}, {}, logits,
+          row_tiling_over(batch_, vocab, vocab), {{"ranks", double(tp_)}});
+    } else {
+      add(name, kind, std::move(inputs), {weight}, logits, linear_tiling(batch_, vocab));
+    }
     const int next = activation("next_token", batch_, 1, DType::i32);
     add("argmax", "argmax", {logits}, {}, next, Tiling{batch_, 1, 1, 1});
   }
@@ -180,6 +200,7 @@ class StageBuilder {
   const Stage& stage_;
   int64_t batch_;
   int64_t rows_;
+  int64_t tp_;
   Graph g_;
 };
 

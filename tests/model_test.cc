@@ -235,13 +235,122 @@ TEST(ModelTest, TaskLookupRoundTrips) {
 }
 
 TEST(ModelTest, OpKindRegistryKnowsEveryBuiltinKind) {
-  for (const char* kind : {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append",
-                           "attention", "qkv-attention", "silu-mul", "residual-add", "norm-linear",
-                           "linear-residual", "lm-head", "argmax"}) {
+  for (const char* kind :
+       {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append", "attention",
+        "qkv-attention", "silu-mul", "residual-add", "norm-linear", "linear-residual", "lm-head",
+        "argmax", "all-reduce", "all-reduce-residual", "all-gather"}) {
     EXPECT_NE(find_op_kind(kind), nullptr) << kind;
   }
   EXPECT_EQ(find_op_kind("conv1d-but-not-registered"), nullptr);
   EXPECT_THROW(op_kind("nope"), Error);
+}
+
+Graph tp_graph(const std::string& model, const std::string& stage, int64_t batch, int64_t tp) {
+  const ModelSpec spec = load_model(model);
+  return build_graph(spec, make_scenario(spec, batch, kDefaultPromptLen, 0, tp), stage);
+}
+
+const Op& op_named(const Graph& g, const std::string& name) {
+  for (const Op& op : g.ops()) {
+    if (op.name == name) return op;
+  }
+  throw Error("no op " + name);
+}
+
+// Megatron slicing over 2 GPUs, one rank's decode graph: qkv and gate_up keep half the heads and
+// features, o and down read half their inputs and all-reduce their partial sums with the
+// residual (no linear-residual: the residual is added once, after the sum).
+TEST(TensorParallelTest, DecodeLayersSliceMegatronStyle) {
+  const Graph g = tp_graph("llama-3.2-1b", "decode", 4, 2);
+  std::vector<std::string> layer0;
+  for (const Op& op : g.ops()) {
+    if (op.layer == 0) layer0.push_back(op.name + " " + std::string(op.kind->name()));
+  }
+  EXPECT_EQ(layer0, (std::vector<std::string>{
+                        "layers.0.attn.qkv norm-linear", "layers.0.attn.attention qkv-attention",
+                        "layers.0.attn.o linear", "layers.0.attn.o_all_reduce all-reduce-residual",
+                        "layers.0.mlp.gate_up norm-linear", "layers.0.mlp.down linear",
+                        "layers.0.mlp.down_all_reduce all-reduce-residual"}));
+  // 32 / 2 query heads and 8 / 2 KV heads of 64.
+  EXPECT_EQ(g.tensor(op_named(g, "layers.0.attn.qkv").output).shape,
+            (std::vector<int64_t>{4, (16 + 2 * 4) * 64}));
+  EXPECT_EQ(op_named(g, "layers.0.attn.attention").attrs.i("heads"), 16);
+  EXPECT_EQ(op_named(g, "layers.0.attn.attention").attrs.i("kv_heads"), 4);
+  EXPECT_EQ(g.tensor(op_named(g, "layers.0.mlp.gate_up").output).shape,
+            (std::vector<int64_t>{4, 4096}));
+  const Op& down = op_named(g, "layers.0.mlp.down");
+  EXPECT_EQ(g.tensor(down.weights[0]).shape, (std::vector<int64_t>{2048, 4096}));
+  const Op& reduce = op_named(g, "layers.0.mlp.down_all_reduce");
+  EXPECT_EQ(reduce.inputs[0], down.output);
+  EXPECT_EQ(g.tensor(reduce.inputs[1]).name, "layers.0.attn_residual");
+  EXPECT_EQ(reduce.attrs.i("ranks"), 2);
+  // The vocabulary too: half the table (tied to the head), an all-reduce after the lookup and
+  // an all-gather of the logits before the argmax.
+  EXPECT_EQ(g.tensor(op_named(g, "embed").weights[0]).shape, (std::vector<int64_t>{64128, 2048}));
+  EXPECT_EQ(std::string(op_named(g, "embed_all_reduce").kind->name()), "all-reduce");
+  EXPECT_EQ(g.tensor(op_named(g, "lm_head").output).shape, (std::vector<int64_t>{4, 64128}));
+  const Op& gather = op_named(g, "lm_head_all_gather");
+  EXPECT_EQ(g.tensor(gather.output).shape, (std::vector<int64_t>{4, 128256}));
+  EXPECT_EQ(op_named(g, "argmax").inputs[0], gather.output);
+}
+
+// A rank holds half of every matrix and table and all of the norms' scales (2 a layer and the
+// final one, 2048 each): (1,235,814,400 - 33 * 2048) / 2 + 33 * 2048.
+TEST(TensorParallelTest, ARankHoldsHalfOfEveryMatrix) {
+  const int64_t norms = 33 * 2048;
+  EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 2).parameter_count(),
+            (1'235'814'400 - norms) / 2 + norms);
+  EXPECT_EQ(tp_graph("llama-3.2-1b", "prefill", 1, 2).parameter_count(),
+            (1'235'814'400 - norms) / 2 + norms);
+}
+
+// What a rank sends, as a ring collective does: an all-reduce of S bytes over N GPUs sends
+// 2 S (N - 1) / N, an all-gather of S bytes S (N - 1) / N. Decode at batch 1 over 2 GPUs: 33
+// all-reduces of 2048 bf16 (4096 bytes each, 4096 sent) and the gather of 128256 f32 logits
+// (513,024 bytes, 256,512 sent). One GPU sends nothing.
+TEST(TensorParallelTest, LinkBytesAreARingCollectives) {
+  EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 2).total_cost().link_bytes, 33 * 4096 + 256'512);
+  EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 4).total_cost().link_bytes,
+            33 * (2 * 4096 * 3 / 4) + 513'024 * 3 / 4);
+  EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 1).total_cost().link_bytes, 0);
+}
+
+// Every edge of a sliced graph still runs forward, prefill and decode.
+TEST(TensorParallelTest, SlicedGraphsKeepTheirInvariants) {
+  for (const char* stage : {"prefill", "decode"}) {
+    const Graph g = tp_graph("tiny-llama", stage, 3, 2);
+    for (TaskId id = 0; id < g.task_count(); ++id) {
+      for (TaskId dep : g.task_deps(id)) ASSERT_LT(g.task(dep).op, g.task(id).op) << stage;
+    }
+    // Per layer 7 ops in decode, 12 in prefill (each residual add an all-reduce's); the
+    // embedding, final norm, head and argmax and the two collectives around them.
+    const int layers = load_model("tiny-llama").decoder.num_layers;
+    EXPECT_EQ(g.op_count(), layers * (std::string(stage) == "decode" ? 7 : 12) + 6) << stage;
+  }
+}
+
+// What does not slice says so, naming the config and the field.
+TEST(TensorParallelTest, DegreesThatDoNotDivideAreRefused) {
+  using testing::error_of;
+  const ModelSpec llama = load_model("llama-3.2-1b");
+  EXPECT_NE(error_of([&] {
+              make_scenario(llama, 1, 128, 0, 3);
+            }).find("num_attention_heads 32 does not divide by 3 GPUs"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              make_scenario(load_model("tiny-qwen3"), 1, 16, 0, 2);
+            }).find("vocab_size 257 does not divide by 2 GPUs"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              make_scenario(llama, 1, 128, 0, 16);
+            }).find("--tp: 16 is not a tensor-parallel degree megacut models (1 to 8)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { make_scenario(llama, 1, 128, 0, 0); }).find("--tp: 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              make_scenario(load_model("qwen3-tts-12hz-0.6b"), 1, 16, 0, 2);
+            }).find("is a TTS pipeline; tensor parallel slices LLMs only"),
+            std::string::npos);
 }
 
 // Every command reads --batch with this one parser, so each refuses the same lists.
