@@ -18,6 +18,7 @@
 #include "model/error.h"
 #include "model/output_file.h"
 #include "model/profile.h"
+#include "model/scenario.h"
 #include "model/text.h"
 #include "planner/plan.h"
 
@@ -39,6 +40,7 @@ struct PlanCommandOptions {
   std::string launch = "best";
   std::string provider = "fastest";
   double min_gain_percent = 5;
+  int64_t tp = 0;  // 0: each profile's
 };
 
 // "1.184x": how many times longer the baseline takes.
@@ -269,8 +271,10 @@ planner::Category plan_profile(const model::Profile& profile, planner::PlanOptio
   for (const planner::BatchPlan& b : plan.batches) {
     batches += (batches.empty() ? "" : ", ") + std::to_string(b.batch);
   }
-  std::printf("megacut plan: %s on %s (%d SMs) · prompt %lld · batches %s · top %d\n",
-              plan.model.c_str(), plan.device.c_str(), plan.sm_count,
+  const std::string ranks =
+      plan.tp > 1 ? " · tensor parallel over " + std::to_string(plan.tp) + " GPUs" : "";
+  std::printf("megacut plan: %s on %s (%d SMs)%s · prompt %lld · batches %s · top %d\n",
+              plan.model.c_str(), plan.device.c_str(), plan.sm_count, ranks.c_str(),
               static_cast<long long>(plan.prompt_len), batches.c_str(), plan.top_k);
   if (plan.objective) {
     std::printf("objective: %s\n", plan.objective == planner::Objective::ttfo
@@ -333,6 +337,7 @@ void run(const PlanCommandOptions& o) {
   std::vector<model::Profile> profiles;
   for (const std::string& path : o.profiles) {
     profiles.push_back(model::read_profile(path));
+    if (o.tp > 0) model::check_tp(profiles.back(), o.tp);
     for (int64_t batch : options.batches) {
       model::check_batch(profiles.back(), batch, options.sim.allow_interpolate);
     }
@@ -380,6 +385,9 @@ void add_plan_command(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "Search threads (default: one per hardware thread)");
   cmd->add_flag("--allow-interpolate", o->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");
+  cmd->add_option("--tp", o->tp,
+                  "Tensor-parallel degree every profile must hold (default: each profile's)")
+      ->check(CLI::Range(int64_t{1}, model::kMaxTp));
   cmd->add_option("--min-gain", o->min_gain_percent,
                   "Percent a composition must gain over all-conventional to be worth building")
       ->capture_default_str();

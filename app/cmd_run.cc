@@ -131,7 +131,7 @@ void run(const RunCommandOptions& o) {
   for (const model::Stage& s : scenario.stages) {
     shapes.push_back({s.name, model::build_graph(spec, scenario, s.name).op_count()});
   }
-  const planner::PlannedRun planned = read_composition(o.composition, batch, shapes);
+  const planner::PlannedRun planned = read_composition(o.composition, batch, scenario.tp, shapes);
   if (planned.pdl && !o.pdl) {
     std::printf("the plan launches this batch with Programmatic Dependent Launch (as --pdl)\n");
   }

@@ -14,6 +14,7 @@
 #include "model/error.h"
 #include "model/output_file.h"
 #include "model/profile.h"
+#include "model/scenario.h"
 #include "model/trace_events.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
@@ -32,6 +33,7 @@ struct SimulateOptions {
   bool allow_interpolate = false;
   bool pdl = false;
   std::string provider;  // empty: a plan.json's choice for the batch, else ours
+  int64_t tp = 0;        // 0: the profile's
 };
 
 void print_stage(const simulator::StagePrediction& s, const simulator::Prediction& p,
@@ -94,9 +96,10 @@ void run(const SimulateOptions& opt) {
   if (!opt.provider.empty())
     options.linear_provider = model::parse_policy(opt.provider, "--provider");
   const model::Profile profile = model::read_profile(opt.profile);
+  if (opt.tp > 0) model::check_tp(profile, opt.tp);
   auto sim = std::make_unique<simulator::Simulator>(profile, options);
   const auto shapes = sim->stage_shapes(batch);
-  const planner::PlannedRun planned = read_composition(opt.composition, batch, shapes);
+  const planner::PlannedRun planned = read_composition(opt.composition, batch, profile.tp, shapes);
   // A plan.json's launch and linear providers for this batch, unless the options say otherwise.
   const bool planned_pdl = planned.pdl && !options.pdl;
   const bool planned_providers = opt.provider.empty() && !planned.providers.all_ours();
@@ -112,6 +115,10 @@ void run(const SimulateOptions& opt) {
 
   std::printf("%s on %s (%d SMs) · batch %lld · prompt %lld\n", p.model.c_str(), p.device.c_str(),
               p.sm_count, static_cast<long long>(p.batch), static_cast<long long>(p.prompt_len));
+  if (profile.tp > 1) {
+    std::printf("tensor parallel over %lld GPUs: one rank's graphs, all ranks alike\n",
+                static_cast<long long>(profile.tp));
+  }
   std::printf("composition: %s\n", p.composition.c_str());
   if (options.pdl) {
     std::printf("launch: with Programmatic Dependent Launch%s\n",
@@ -155,6 +162,9 @@ void add_simulate_command(CLI::App& root) {
                   "composition JSON file, or plan.json (the batch's settled composition, with "
                   "PDL where it launches with it)")
       ->capture_default_str();
+  cmd->add_option("--tp", opt->tp,
+                  "Tensor-parallel degree the profile must hold (default: the profile's)")
+      ->check(CLI::Range(int64_t{1}, model::kMaxTp));
   cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/2) here");
   cmd->add_option("--trace", opt->trace_path, "Write a Chrome trace of the simulated run here");
   cmd->add_flag("--allow-interpolate", opt->allow_interpolate,

@@ -8,7 +8,7 @@
 
 namespace megacut::app {
 
-planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
+planner::PlannedRun read_composition(const std::string& arg, int64_t batch, int64_t tp,
                                      const std::vector<model::StageShape>& shapes) {
   if (!arg.ends_with(".json")) return {model::parse_composition(arg, shapes), false};
   // A name ending in .json is a file, never composition text (whose names have no '.').
@@ -18,7 +18,7 @@ planner::PlannedRun read_composition(const std::string& arg, int64_t batch,
   }
   const nlohmann::json json = model::read_json_file(arg);
   if (json.contains("schema") && json["schema"] == planner::kPlanSchema) {
-    return planner::plan_composition(json, batch, shapes, arg);
+    return planner::plan_composition(json, batch, shapes, arg, tp);
   }
   planner::PlannedRun run{model::composition_from_json(json, shapes, arg), false, {}};
   // Beside the regions, the ops of conv regions on cuBLASLt, as a plan or a validation lists them.

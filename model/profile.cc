@@ -261,6 +261,16 @@ void check_batch(const Profile& profile, int64_t batch, bool allow_interpolate) 
   }
 }
 
+void check_tp(const Profile& profile, int64_t tp) {
+  if (tp == profile.tp) return;
+  auto gpus = [](int64_t n) {
+    return n == 1 ? std::string("one GPU") : std::to_string(n) + " GPUs";
+  };
+  throw Error("--tp: " + std::to_string(tp) + ", but profile " + profile.source + " holds " +
+              gpus(profile.tp) + " (tensor-parallel degree " + std::to_string(profile.tp) +
+              "); a prediction for " + gpus(tp) + " needs a profile made at that degree");
+}
+
 bool Profile::same_content(const Profile& other) const {
   return profile_to_json(*this) == profile_to_json(other);
 }
@@ -314,6 +324,7 @@ json profile_to_json(const Profile& p) {
                                   {"reserved_smem_per_cta_bytes", l->reserved_smem_per_cta_bytes}};
   }
   if (p.frames > 0) doc["frames"] = p.frames;
+  if (p.tp > 1) doc["tp"] = p.tp;
   return doc;
 }
 
@@ -342,6 +353,12 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
     p.frames = frames->integer(0, model::kMaxFrames);
     if (p.frames > 0 && !spec.tts)
       frames->fail("a frame count, but the model is not a TTS pipeline");
+  }
+  if (const std::optional<Node> tp = root.optional("tp")) {
+    p.tp = tp->integer(1, model::kMaxTp);
+    if (std::string problem = model::tensor_parallel_problem(spec, p.tp); !problem.empty()) {
+      tp->fail(problem);
+    }
   }
   // Compared before they are added, as in make_scenario.
   const int64_t decoded = model::cache_positions(spec, 0, p.frames);

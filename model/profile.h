@@ -208,6 +208,7 @@ struct Profile {
   nlohmann::json model_config;  // the model's Hugging Face config.json object
   int64_t prompt_len = 0;
   int64_t frames = 0;  // TTS: frames of the first audio chunk (0: an LLM)
+  int64_t tp = 1;      // tensor-parallel degree: each batch's graphs are one rank's of tp GPUs
   DeviceProfile device;
   MicroBenchmarks micro;
   std::vector<BatchProfile> batches;  // increasing batch
@@ -226,6 +227,10 @@ struct Profile {
 // reads the profile alone, so that a batch the profile cannot answer for is refused before any
 // graph is built: every command checks its batches here, and so does the simulator.
 void check_batch(const Profile& profile, int64_t batch, bool allow_interpolate);
+
+// Throws an Error unless `profile` holds one rank's graphs of `tp` GPUs: a profile answers for
+// the tensor-parallel degree it was made at only.
+void check_tp(const Profile& profile, int64_t tp);
 
 nlohmann::json profile_to_json(const Profile& profile);
 // Validates everything the JSON can say on its own (types, ranges, order, schema); whether an

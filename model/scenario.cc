@@ -54,19 +54,14 @@ int64_t cache_positions(const ModelSpec& model, int64_t prompt_len, int64_t fram
   return prompt_len + std::max<int64_t>(frames - 1, 1);
 }
 
-namespace {
-
-// Megatron slicing divides these by the degree (model/decoder.cc).
-void check_tensor_parallel(const ModelSpec& model, int64_t tp) {
+std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
   if (tp < 1 || tp > kMaxTp) {
-    throw Error("--tp: " + std::to_string(tp) +
-                " is not a tensor-parallel degree megacut models (1 to " + std::to_string(kMaxTp) +
-                ")");
+    return std::to_string(tp) + " is not a tensor-parallel degree megacut models (1 to " +
+           std::to_string(kMaxTp) + ")";
   }
-  if (tp == 1) return;
-  if (model.tts) {
-    throw Error("--tp: " + model.name + " is a TTS pipeline; tensor parallel slices LLMs only");
-  }
+  if (tp == 1) return {};
+  if (model.tts) return model.name + " is a TTS pipeline; tensor parallel slices LLMs only";
+  // Megatron slicing divides these by the degree (model/decoder.cc).
   const DecoderConfig& c = model.decoder;
   const std::pair<const char*, int64_t> sliced[] = {{"num_attention_heads", c.num_heads},
                                                     {"num_key_value_heads", c.num_kv_heads},
@@ -74,17 +69,18 @@ void check_tensor_parallel(const ModelSpec& model, int64_t tp) {
                                                     {"vocab_size", c.vocab_size}};
   for (const auto& [field, value] : sliced) {
     if (value % tp != 0) {
-      throw Error("--tp: " + model.config_path.string() + " " + field + " " +
-                  std::to_string(value) + " does not divide by " + std::to_string(tp) + " GPUs");
+      return model.config_path.string() + " " + field + " " + std::to_string(value) +
+             " does not divide by " + std::to_string(tp) + " GPUs";
     }
   }
+  return {};
 }
-
-}  // namespace
 
 Scenario make_scenario(const ModelSpec& model, int64_t batch, int64_t prompt_len, int64_t frames,
                        int64_t tp) {
-  check_tensor_parallel(model, tp);
+  if (std::string problem = tensor_parallel_problem(model, tp); !problem.empty()) {
+    throw Error("--tp: " + problem);
+  }
   if (batch <= 0) throw Error("--batch: must be positive, got " + std::to_string(batch));
   if (batch > kMaxBatch) {
     throw Error("--batch: " + std::to_string(batch) +

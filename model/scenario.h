@@ -72,6 +72,10 @@ std::vector<std::string> stage_sequence(const Scenario& scenario, Sequence seque
 // The most GPUs a tensor-parallel scenario may span (those of one host).
 inline constexpr int64_t kMaxTp = 8;
 
+// Why `model` cannot be sliced over `tp` GPUs (naming the config field that does not divide),
+// or "" where it can.
+std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);
+
 // The model's scenario at batch `batch`: for an LLM, prefill of `prompt_len` tokens then one
 // decode step at position P; for a TTS pipeline, the stages of the first chunk of `frames`
 // frames (0: kDefaultFrames). `frames` is rejected for an LLM. `tp` > 1 slices an LLM's layers

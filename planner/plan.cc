@@ -337,6 +337,7 @@ Plan make_plan(const model::Profile& profile, const PlanOptions& options) {
   plan.device = profile.device.name;
   plan.sm_count = profile.device.sm_count;
   plan.prompt_len = profile.prompt_len;
+  plan.tp = profile.tp;
   plan.profile = profile.source;
   plan.linear_provider = options.sim.linear_provider;
   plan.objective = options.objective;

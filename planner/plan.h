@@ -137,6 +137,7 @@ struct Plan {
   std::string device;
   int sm_count = 0;
   int64_t prompt_len = 0;
+  int64_t tp = 1;       // tensor-parallel degree of the profile's graphs
   std::string profile;  // where the profile came from
   std::vector<model::StageShape> stages;
   std::optional<Objective> objective;
@@ -195,8 +196,10 @@ struct PlannedRun {
   bool pdl = false;
   model::ProviderChoice providers;  // BatchPlan::providers: run those in conv regions
 };
-// The chosen run for `batch`, its composition checked against the stages it will run on.
+// The chosen run for `batch`, its composition checked against the stages it will run on, whose
+// graphs are one rank's of `tp` GPUs (the plan's own degree must be the same).
 PlannedRun plan_composition(const nlohmann::json& plan, int64_t batch,
-                            const std::vector<model::StageShape>& shapes, std::string_view file);
+                            const std::vector<model::StageShape>& shapes, std::string_view file,
+                            int64_t tp = 1);
 
 }  // namespace megacut::planner

@@ -6,6 +6,7 @@
 
 #include "model/error.h"
 #include "model/json_field.h"
+#include "model/scenario.h"
 #include "planner/plan.h"
 
 namespace megacut::planner {
@@ -173,6 +174,7 @@ json plan_to_json(const Plan& plan) {
           {"device", plan.device},
           {"sm_count", plan.sm_count},
           {"prompt_len", plan.prompt_len},
+          {"tp", plan.tp},
           {"profile", plan.profile},
           {"stages", stages},
           {"objective", plan.objective ? json(objective_name(*plan.objective)) : json(nullptr)},
@@ -197,6 +199,8 @@ Plan plan_from_json(const json& j, std::string_view file) {
   plan.device = root.at("device").string();
   plan.sm_count = static_cast<int>(root.at("sm_count").integer(1, kMaxInt));
   plan.prompt_len = root.at("prompt_len").integer(1);
+  // Absent in plans written before tensor parallel: one GPU.
+  if (const std::optional<Field> tp = root.optional("tp")) plan.tp = tp->integer(1, model::kMaxTp);
   plan.profile = root.at("profile").string();
   for (const Field& s : root.at("stages").list()) {
     plan.stages.push_back(
@@ -274,8 +278,16 @@ Plan plan_from_json(const json& j, std::string_view file) {
 }
 
 PlannedRun plan_composition(const json& plan, int64_t batch,
-                            const std::vector<model::StageShape>& shapes, std::string_view file) {
+                            const std::vector<model::StageShape>& shapes, std::string_view file,
+                            int64_t tp) {
   check_schema(plan, file);
+  const Field root(plan, "", file);
+  const int64_t planned_tp =
+      root.optional("tp") ? root.at("tp").integer(1, model::kMaxTp) : int64_t{1};
+  if (planned_tp != tp) {
+    root.at("tp").fail("the plan is for " + std::to_string(planned_tp) +
+                       " GPUs (tensor parallel), this run for " + std::to_string(tp));
+  }
   std::string known;
   for (const Field& b : Field(plan, "", file).at("batches").list()) {
     const int64_t planned = b.at("batch").integer(1);

@@ -171,7 +171,7 @@ Simulator::Simulator(model::Profile profile, SimOptions options)
 Simulator::~Simulator() = default;
 
 model::Scenario Simulator::scenario(int64_t batch) const {
-  return model::make_scenario(model_, batch, profile_.prompt_len, profile_.frames);
+  return model::make_scenario(model_, batch, profile_.prompt_len, profile_.frames, profile_.tp);
 }
 
 std::vector<model::StageShape> Simulator::stage_shapes(int64_t batch) {

@@ -31,6 +31,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
   p.model_config = spec.config;
   p.prompt_len = prompt_len;
   p.source = "synthetic " + name;
+  p.tp = d.tp;
   p.device.name = d.name;
   p.device.sm_count = d.sm_count;
   p.device.l2_bytes = 8 << 20;
@@ -51,7 +52,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
 
   std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
   for (int64_t batch : batches) {
-    const model::Scenario sc = model::make_scenario(spec, batch, prompt_len);
+    const model::Scenario sc = model::make_scenario(spec, batch, prompt_len, 0, d.tp);
     p.frames = sc.frames;
     model::BatchProfile bp;
     bp.batch = batch;
@@ -71,8 +72,13 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
         const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
         const double waves = std::ceil(static_cast<double>(tiles) / d.sm_count);
         const double per_tile_flops = static_cast<double>(cost.flops) / static_cast<double>(tiles);
+        const bool collective = cost.link_bytes > 0;
+        const double link_ns = collective
+                                   ? static_cast<double>(d.link_latency_ns) +
+                                         static_cast<double>(cost.link_bytes) / d.link_bytes_per_ns
+                                   : 0.0;
         const double kernel_ns =
-            static_cast<double>(d.kernel_overhead_ns) +
+            static_cast<double>(d.kernel_overhead_ns) + link_ns +
             std::max(bytes / d.bytes_per_ns, waves * per_tile_flops / d.flops_per_ns_per_sm);
         model::ConvKernel k;
         k.kernel = "megacut::" + o.kind + "_kernel";
@@ -96,6 +102,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
             static_cast<double>(d.task_overhead_ns) + per_tile_flops / d.flops_per_ns_per_sm;
         const double shared = bytes / static_cast<double>(tiles) / d.bytes_per_ns;
         for (int ctas : cta_counts) {
+          if (collective) break;
           const double x = static_cast<double>(std::min<int64_t>(ctas, tiles));
           model::TaskBenchmark t{ctas, constant_stats(solo + shared * x), {}};
           if (d.region_startup_ns > 0) {
@@ -103,7 +110,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
           }
           o.tasks.push_back(std::move(t));
         }
-        o.task_region = config_for(o.kind);
+        if (!collective) o.task_region = config_for(o.kind);
         o.tiles = tiles;
         sp.ops.push_back(std::move(o));
       }

@@ -32,6 +32,12 @@ struct SyntheticDevice {
   // > 0: each linear and lm-head op also has a cuBLASLt kernel (OpProfile::conv_cublaslt) that
   // takes this multiple of its own kernel's time; 0: none, as in older profiles.
   double cublaslt_ratio = 0;
+  // Tensor parallel: the graphs are one rank's of tp GPUs. A collective (all-reduce,
+  // all-gather) takes its kernel overhead, the link latency and its link bytes at the link
+  // bandwidth beside its local bytes, and has no task benchmark (no megakernel runs it).
+  int64_t tp = 1;
+  double link_bytes_per_ns = 100;  // 100 GB/s a GPU
+  int64_t link_latency_ns = 5000;
 };
 
 // Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,

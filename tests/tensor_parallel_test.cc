@@ -1,0 +1,118 @@
+// Tensor parallel from a profile: simulate and plan take one rank's graphs of tp GPUs as the
+// profile holds them (synthetic profiles here, tests/support/synthetic_profile.h; the graphs'
+// slicing is model_test's).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "model/error.h"
+#include "model/profile.h"
+#include "planner/plan.h"
+#include "simulator/simulator.h"
+#include "tests/support/error_of.h"
+#include "tests/support/synthetic_profile.h"
+
+namespace megacut {
+namespace {
+
+using testing::error_of;
+using testing::synthetic_profile;
+using testing::SyntheticDevice;
+
+bool is_collective(std::string_view kind) {
+  return kind == "all-reduce" || kind == "all-reduce-residual" || kind == "all-gather";
+}
+
+// A collective costs what the profile says. In the synthetic profile a collective of B link
+// bytes takes the link latency and B / W at link bandwidth W beside its kernel overhead and
+// local bytes; so doubling W takes sum(B) / (2 W) off an all-conventional step and nothing else.
+// Llama-3.2-1B's decode at batch 1 over 2 GPUs sends 33 * 4096 + 256,512 = 391,680 bytes
+// (model_test): at W = 100 bytes/ns, 391,680 / 200 = 1,958.4 ns, give or take the rounding of
+// each of the 34 collectives' times to whole nanoseconds.
+TEST(TensorParallelTest, ACollectiveCostsItsLinkBytesAtTheLinkBandwidth) {
+  SyntheticDevice d;
+  d.tp = 2;
+  d.link_bytes_per_ns = 100;
+  simulator::Simulator slow(synthetic_profile("llama-3.2-1b", {1}, 128, d));
+  d.link_bytes_per_ns = 200;
+  simulator::Simulator fast(synthetic_profile("llama-3.2-1b", {1}, 128, d));
+  const model::Composition conv =
+      model::uniform_composition(slow.stage_shapes(1), model::RegionKind::conv);
+  const double saved = static_cast<double>(slow.simulate(conv, 1).decode_step_ns -
+                                           fast.simulate(conv, 1).decode_step_ns);
+  EXPECT_NEAR(saved, 391'680.0 / 200, 34);
+}
+
+// The planner keeps every collective out of mk regions (it has no task benchmark: no megakernel
+// runs one) and plans the rest as on one GPU. plan.json records the degree; a run of another
+// degree refuses it, naming the field.
+TEST(TensorParallelTest, PlansKeepCollectivesConventionalAndRecordTheDegree) {
+  SyntheticDevice d;
+  d.tp = 2;
+  const model::Profile p = synthetic_profile("tiny-llama", {1, 4}, 16, d);
+  const planner::Plan plan = planner::make_plan(p, {.top_k = 3});
+  EXPECT_EQ(plan.tp, 2);
+  simulator::Simulator sim(p);
+  int collectives = 0, in_mk = 0;
+  for (const planner::BatchPlan& b : plan.batches) {
+    for (const planner::Evaluated& e : b.ranked) {
+      for (const model::StageRegions& s : e.composition.stages) {
+        const model::Graph& g = sim.graph(s.stage, b.batch);
+        for (const model::Region& r : s.regions) {
+          for (int op = r.begin; op < r.end; ++op) {
+            if (!is_collective(g.op(op).kind->name())) continue;
+            ++collectives;
+            if (r.kind == model::RegionKind::mk) ++in_mk;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(collectives, 0);
+  EXPECT_EQ(in_mk, 0);
+  // Somewhere a megakernel covers the ops between two collectives.
+  bool some_mk = false;
+  for (const planner::BatchPlan& b : plan.batches) {
+    for (const planner::Evaluated& e : b.ranked) some_mk = some_mk || e.mk_regions() > 0;
+  }
+  EXPECT_TRUE(some_mk);
+
+  const nlohmann::json j = planner::plan_to_json(plan);
+  EXPECT_EQ(j.at("tp"), 2);
+  EXPECT_EQ(planner::plan_from_json(j, "plan.json").tp, 2);
+  EXPECT_NO_THROW(planner::plan_composition(j, 1, sim.stage_shapes(1), "plan.json", 2));
+  EXPECT_NE(error_of([&] {
+              planner::plan_composition(j, 1, sim.stage_shapes(1), "plan.json", 1);
+            }).find("plan.json: field 'tp'"),
+            std::string::npos);
+}
+
+// A profile answers for its own degree: --tp of another is refused, its JSON keeps the degree,
+// and a degree the model cannot be sliced by is refused naming the field.
+TEST(TensorParallelTest, AProfileAnswersForItsOwnDegree) {
+  SyntheticDevice d;
+  d.tp = 2;
+  const model::Profile p = synthetic_profile("tiny-llama", {1}, 16, d);
+  EXPECT_NO_THROW(model::check_tp(p, 2));
+  EXPECT_NE(error_of([&] {
+              model::check_tp(p, 1);
+            }).find("--tp: 1, but profile synthetic tiny-llama holds 2 GPUs"),
+            std::string::npos);
+  nlohmann::json j = model::profile_to_json(p);
+  EXPECT_EQ(j.at("tp"), 2);
+  EXPECT_TRUE(model::profile_from_json(j, "p.json").same_content(p));
+  j["tp"] = 3;
+  EXPECT_NE(error_of([&] { model::profile_from_json(j, "p.json"); }).find("p.json: field 'tp': "),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              model::profile_from_json(j, "p.json");
+            }).find("num_attention_heads 4 does not divide by 3 GPUs"),
+            std::string::npos);
+  // One GPU's profiles say nothing of the degree, and are read as one.
+  const model::Profile one = synthetic_profile("tiny-llama", {1}, 16);
+  EXPECT_FALSE(model::profile_to_json(one).contains("tp"));
+  EXPECT_EQ(model::profile_from_json(model::profile_to_json(one), "p.json").tp, 1);
+}
+
+}  // namespace
+}  // namespace megacut
