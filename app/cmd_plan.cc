@@ -337,7 +337,7 @@ void run(const PlanCommandOptions& o) {
   std::vector<model::Profile> profiles;
   for (const std::string& path : o.profiles) {
     profiles.push_back(model::read_profile(path));
-    if (o.tp > 0) model::check_tp(profiles.back(), o.tp);
+    if (o.tp != 0) model::check_tp(profiles.back(), o.tp);
     for (int64_t batch : options.batches) {
       model::check_batch(profiles.back(), batch, options.sim.allow_interpolate);
     }
@@ -386,8 +386,7 @@ void add_plan_command(CLI::App& root) {
   cmd->add_flag("--allow-interpolate", o->allow_interpolate,
                 "Interpolate batch sizes between measured ones (linear in batch)");
   cmd->add_option("--tp", o->tp,
-                  "Tensor-parallel degree every profile must hold (default: each profile's)")
-      ->check(CLI::Range(int64_t{1}, model::kMaxTp));
+                  "Tensor-parallel degree every profile must hold (default: each profile's)");
   cmd->add_option("--min-gain", o->min_gain_percent,
                   "Percent a composition must gain over all-conventional to be worth building")
       ->capture_default_str();

@@ -96,7 +96,7 @@ void run(const SimulateOptions& opt) {
   if (!opt.provider.empty())
     options.linear_provider = model::parse_policy(opt.provider, "--provider");
   const model::Profile profile = model::read_profile(opt.profile);
-  if (opt.tp > 0) model::check_tp(profile, opt.tp);
+  if (opt.tp != 0) model::check_tp(profile, opt.tp);
   auto sim = std::make_unique<simulator::Simulator>(profile, options);
   const auto shapes = sim->stage_shapes(batch);
   const planner::PlannedRun planned = read_composition(opt.composition, batch, profile.tp, shapes);
@@ -163,8 +163,7 @@ void add_simulate_command(CLI::App& root) {
                   "PDL where it launches with it)")
       ->capture_default_str();
   cmd->add_option("--tp", opt->tp,
-                  "Tensor-parallel degree the profile must hold (default: the profile's)")
-      ->check(CLI::Range(int64_t{1}, model::kMaxTp));
+                  "Tensor-parallel degree the profile must hold (default: the profile's)");
   cmd->add_option("--json", opt->json_path, "Write the prediction (megacut.prediction/2) here");
   cmd->add_option("--trace", opt->trace_path, "Write a Chrome trace of the simulated run here");
   cmd->add_flag("--allow-interpolate", opt->allow_interpolate,

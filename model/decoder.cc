@@ -202,7 +202,12 @@ Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t ba
 }
 
 Graph build_graph(const ModelSpec& model, const Scenario& scenario, std::string_view stage) {
-  if (model.tts) return build_tts_stage(model, scenario, stage);
+  if (model.tts) {
+    if (scenario.tp != 1) {
+      throw Error(model.name + " is a TTS pipeline; tensor parallel slices LLMs only");
+    }
+    return build_tts_stage(model, scenario, stage);
+  }
   return build_decoder_stage(model.decoder, scenario.stage(stage), scenario.batch, scenario.tp);
 }
 

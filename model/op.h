@@ -98,6 +98,10 @@ int64_t step_entries(const Graph& graph, const Op& op);
 // output features).
 bool norm_linear_glu(const Op& op);
 
+// Whether `op` is a collective of tensor parallel (all-reduce, all-reduce-residual, all-gather):
+// it moves data between GPUs, and signals no tile counter a kernel beside it could wait on.
+bool is_collective(const Op& op);
+
 // The registry of op kinds. Built-in kinds are present from the first lookup.
 const OpKind& op_kind(std::string_view name);
 const OpKind* find_op_kind(std::string_view name);

@@ -409,6 +409,11 @@ class Argmax final : public Kind {
 
 bool norm_linear_glu(const Op& op) { return op.attrs.has("glu") && op.attrs.i("glu") == 1; }
 
+bool is_collective(const Op& op) {
+  const std::string_view kind = op.kind->name();
+  return kind == "all-reduce" || kind == "all-reduce-residual" || kind == "all-gather";
+}
+
 int64_t step_entries(const Graph& graph, const Op& op) {
   return op.attrs.has("entries") ? op.attrs.i("entries") : cols_of(graph, op.output);
 }

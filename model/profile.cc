@@ -263,12 +263,10 @@ void check_batch(const Profile& profile, int64_t batch, bool allow_interpolate) 
 
 void check_tp(const Profile& profile, int64_t tp) {
   if (tp == profile.tp) return;
-  auto gpus = [](int64_t n) {
-    return n == 1 ? std::string("one GPU") : std::to_string(n) + " GPUs";
-  };
   throw Error("--tp: " + std::to_string(tp) + ", but profile " + profile.source + " holds " +
-              gpus(profile.tp) + " (tensor-parallel degree " + std::to_string(profile.tp) +
-              "); a prediction for " + gpus(tp) + " needs a profile made at that degree");
+              model::gpu_count_text(profile.tp) + " (tensor-parallel degree " +
+              std::to_string(profile.tp) + "); a prediction for " + model::gpu_count_text(tp) +
+              " needs a profile made at that degree");
 }
 
 bool Profile::same_content(const Profile& other) const {

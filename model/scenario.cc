@@ -54,6 +54,10 @@ int64_t cache_positions(const ModelSpec& model, int64_t prompt_len, int64_t fram
   return prompt_len + std::max<int64_t>(frames - 1, 1);
 }
 
+std::string gpu_count_text(int64_t tp) {
+  return tp == 1 ? std::string("one GPU") : std::to_string(tp) + " GPUs";
+}
+
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp) {
   if (tp < 1 || tp > kMaxTp) {
     return std::to_string(tp) + " is not a tensor-parallel degree megacut models (1 to " +

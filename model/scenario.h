@@ -76,6 +76,9 @@ inline constexpr int64_t kMaxTp = 8;
 // or "" where it can.
 std::string tensor_parallel_problem(const ModelSpec& model, int64_t tp);
 
+// "one GPU", "2 GPUs": a tensor-parallel degree in messages.
+std::string gpu_count_text(int64_t tp);
+
 // The model's scenario at batch `batch`: for an LLM, prefill of `prompt_len` tokens then one
 // decode step at position P; for a TTS pipeline, the stages of the first chunk of `frames`
 // frames (0: kDefaultFrames). `frames` is rejected for an LLM. `tp` > 1 slices an LLM's layers

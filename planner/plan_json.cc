@@ -281,12 +281,14 @@ PlannedRun plan_composition(const json& plan, int64_t batch,
                             const std::vector<model::StageShape>& shapes, std::string_view file,
                             int64_t tp) {
   check_schema(plan, file);
-  const Field root(plan, "", file);
-  const int64_t planned_tp =
-      root.optional("tp") ? root.at("tp").integer(1, model::kMaxTp) : int64_t{1};
+  // Absent in plans written before tensor parallel: one GPU.
+  const std::optional<Field> tp_field = Field(plan, "", file).optional("tp");
+  const int64_t planned_tp = tp_field ? tp_field->integer(1, model::kMaxTp) : int64_t{1};
   if (planned_tp != tp) {
-    root.at("tp").fail("the plan is for " + std::to_string(planned_tp) +
-                       " GPUs (tensor parallel), this run for " + std::to_string(tp));
+    const std::string why = "the plan is for " + model::gpu_count_text(planned_tp) +
+                            " (tensor parallel), this run for " + model::gpu_count_text(tp);
+    if (tp_field) tp_field->fail(why);
+    throw Error(std::string(file) + ": " + why);
   }
   std::string known;
   for (const Field& b : Field(plan, "", file).at("batches").list()) {

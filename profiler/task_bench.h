@@ -58,7 +58,7 @@ struct OpTimeline {
   double busy_ns = 0;    // summed over the op's tasks
   double wait_ns = 0;    // summed over the op's tasks
   double signal_ns = 0;  // end to counter store issued, summed over the tasks that record it
-  int signaled = 0;      // tasks that record it (a region with a signaler thread)
+  int signaled = 0;      // tasks that record it (files written before publish times: none)
 };
 
 // The region's ops in order, each with tasks in the launch. Throws megacut::Error as

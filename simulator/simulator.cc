@@ -411,6 +411,10 @@ double Simulator::fastest_cost(const StageState& s, int op, const model::ConvKer
 const model::ConvKernel& Simulator::conv_kernel(StageState& s, int op,
                                                 const model::Region& region) {
   if (region.kind == model::RegionKind::tile && op >= region.begin && op < region.end) {
+    if (model::is_collective(s.graph->op(op))) {
+      throw Error(where(s, op) + ": a collective signals no tile counters (needed by " +
+                  region_text(region) + ")");
+    }
     // A tile region's kernels signal tile counters: ours, whatever the provider choice.
     if (const model::ConvKernel* k = our_kernel(s, op)) return *k;
     throw Error(where(s, op) + ": no conventional kernel of ours measured (needed by " +

@@ -19,10 +19,6 @@ using testing::error_of;
 using testing::synthetic_profile;
 using testing::SyntheticDevice;
 
-bool is_collective(std::string_view kind) {
-  return kind == "all-reduce" || kind == "all-reduce-residual" || kind == "all-gather";
-}
-
 // A collective costs what the profile says. In the synthetic profile a collective of B link
 // bytes takes the link latency and B / W at link bandwidth W beside its kernel overhead and
 // local bytes; so doubling W takes sum(B) / (2 W) off an all-conventional step and nothing else.
@@ -43,8 +39,9 @@ TEST(TensorParallelTest, ACollectiveCostsItsLinkBytesAtTheLinkBandwidth) {
   EXPECT_NEAR(saved, 391'680.0 / 200, 34);
 }
 
-// The planner keeps every collective out of mk regions (it has no task benchmark: no megakernel
-// runs one) and plans the rest as on one GPU. plan.json records the degree; a run of another
+// The planner keeps every collective in a conv region (it has no task benchmark, so no mk region
+// runs one, and it signals no tile counters, so no tile region either) and plans the rest as on
+// one GPU. plan.json records the degree; a run of another
 // degree refuses it, naming the field.
 TEST(TensorParallelTest, PlansKeepCollectivesConventionalAndRecordTheDegree) {
   SyntheticDevice d;
@@ -53,16 +50,16 @@ TEST(TensorParallelTest, PlansKeepCollectivesConventionalAndRecordTheDegree) {
   const planner::Plan plan = planner::make_plan(p, {.top_k = 3});
   EXPECT_EQ(plan.tp, 2);
   simulator::Simulator sim(p);
-  int collectives = 0, in_mk = 0;
+  int collectives = 0, in_mk = 0;  // in mk or tile regions
   for (const planner::BatchPlan& b : plan.batches) {
     for (const planner::Evaluated& e : b.ranked) {
       for (const model::StageRegions& s : e.composition.stages) {
         const model::Graph& g = sim.graph(s.stage, b.batch);
         for (const model::Region& r : s.regions) {
           for (int op = r.begin; op < r.end; ++op) {
-            if (!is_collective(g.op(op).kind->name())) continue;
+            if (!model::is_collective(g.op(op))) continue;
             ++collectives;
-            if (r.kind == model::RegionKind::mk) ++in_mk;
+            if (r.kind != model::RegionKind::conv) ++in_mk;
           }
         }
       }
@@ -81,10 +78,16 @@ TEST(TensorParallelTest, PlansKeepCollectivesConventionalAndRecordTheDegree) {
   EXPECT_EQ(j.at("tp"), 2);
   EXPECT_EQ(planner::plan_from_json(j, "plan.json").tp, 2);
   EXPECT_NO_THROW(planner::plan_composition(j, 1, sim.stage_shapes(1), "plan.json", 2));
-  EXPECT_NE(error_of([&] {
-              planner::plan_composition(j, 1, sim.stage_shapes(1), "plan.json", 1);
-            }).find("plan.json: field 'tp'"),
+  EXPECT_NE(error_of([&] { planner::plan_composition(j, 1, sim.stage_shapes(1), "plan.json", 1); })
+                .find("plan.json: field 'tp': the plan is for 2 GPUs (tensor parallel), this run "
+                      "for one GPU"),
             std::string::npos);
+  // A plan written before tensor parallel is one GPU's.
+  nlohmann::json old = j;
+  old.erase("tp");
+  EXPECT_EQ(
+      error_of([&] { planner::plan_composition(old, 1, sim.stage_shapes(1), "old.json", 2); }),
+      "old.json: the plan is for one GPU (tensor parallel), this run for 2 GPUs");
 }
 
 // A profile answers for its own degree: --tp of another is refused, its JSON keeps the degree,

@@ -112,6 +112,11 @@ model::Profile read_checked_profile(const SweepOptions& o, const model::ModelSpe
     throw Error("--frames: " + o.profile + " was measured with chunks of " +
                 std::to_string(profile.frames) + " frames, not " + std::to_string(o.frames));
   }
+  if (profile.tp != 1) {
+    throw Error("--profile: " + o.profile + " holds one rank's graphs of " +
+                model::gpu_count_text(profile.tp) +
+                " (tensor parallel); megacut validate builds and measures on one GPU");
+  }
   for (int64_t b : o.batches) model::check_batch(profile, b, /*allow_interpolate=*/false);
   return profile;
 }

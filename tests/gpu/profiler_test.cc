@@ -329,8 +329,8 @@ TEST(TaskBenchTest, OpTimelinesSumBusyAndWaitPerOp) {
   EXPECT_THROW(profiler::op_timelines(q.table, q.records, {1001, 1004}), Error);
 }
 
-// A task's signal runs from its end to its counter's store; tasks without a publish record (a
-// region without a signaler thread records none) count in no mean.
+// A task's signal runs from its end to its counter's store; tasks without a publish record (as
+// in files written before publish times) count in no mean.
 TEST(TaskBenchTest, SignalRunsFromTheEndToThePublish) {
   TwoQueues q;
   q.table.op_begin = 5;
