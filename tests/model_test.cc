@@ -260,7 +260,7 @@ const Op& op_named(const Graph& g, const std::string& name) {
 // Megatron slicing over 2 GPUs, one rank's decode graph: qkv and gate_up keep half the heads and
 // features, o and down read half their inputs and all-reduce their partial sums with the
 // residual (no linear-residual: the residual is added once, after the sum).
-TEST(TensorParallelTest, DecodeLayersSliceMegatronStyle) {
+TEST(TensorParallelGraphTest, DecodeLayersSliceMegatronStyle) {
   const Graph g = tp_graph("llama-3.2-1b", "decode", 4, 2);
   std::vector<std::string> layer0;
   for (const Op& op : g.ops()) {
@@ -296,7 +296,7 @@ TEST(TensorParallelTest, DecodeLayersSliceMegatronStyle) {
 
 // A rank holds half of every matrix and table and all of the norms' scales (2 a layer and the
 // final one, 2048 each): (1,235,814,400 - 33 * 2048) / 2 + 33 * 2048.
-TEST(TensorParallelTest, ARankHoldsHalfOfEveryMatrix) {
+TEST(TensorParallelGraphTest, ARankHoldsHalfOfEveryMatrix) {
   const int64_t norms = 33 * 2048;
   EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 2).parameter_count(),
             (1'235'814'400 - norms) / 2 + norms);
@@ -308,7 +308,7 @@ TEST(TensorParallelTest, ARankHoldsHalfOfEveryMatrix) {
 // 2 S (N - 1) / N, an all-gather of S bytes S (N - 1) / N. Decode at batch 1 over 2 GPUs: 33
 // all-reduces of 2048 bf16 (4096 bytes each, 4096 sent) and the gather of 128256 f32 logits
 // (513,024 bytes, 256,512 sent). One GPU sends nothing.
-TEST(TensorParallelTest, LinkBytesAreARingCollectives) {
+TEST(TensorParallelGraphTest, LinkBytesAreARingCollectives) {
   EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 2).total_cost().link_bytes, 33 * 4096 + 256'512);
   EXPECT_EQ(tp_graph("llama-3.2-1b", "decode", 1, 4).total_cost().link_bytes,
             33 * (2 * 4096 * 3 / 4) + 513'024 * 3 / 4);
@@ -316,7 +316,7 @@ TEST(TensorParallelTest, LinkBytesAreARingCollectives) {
 }
 
 // Every edge of a sliced graph still runs forward, prefill and decode.
-TEST(TensorParallelTest, SlicedGraphsKeepTheirInvariants) {
+TEST(TensorParallelGraphTest, SlicedGraphsKeepTheirInvariants) {
   for (const char* stage : {"prefill", "decode"}) {
     const Graph g = tp_graph("tiny-llama", stage, 3, 2);
     for (TaskId id = 0; id < g.task_count(); ++id) {
@@ -330,7 +330,7 @@ TEST(TensorParallelTest, SlicedGraphsKeepTheirInvariants) {
 }
 
 // What does not slice says so, naming the config and the field.
-TEST(TensorParallelTest, DegreesThatDoNotDivideAreRefused) {
+TEST(TensorParallelGraphTest, DegreesThatDoNotDivideAreRefused) {
   using testing::error_of;
   const ModelSpec llama = load_model("llama-3.2-1b");
   EXPECT_NE(error_of([&] {
