@@ -102,6 +102,12 @@ bool norm_linear_glu(const Op& op);
 // it moves data between GPUs, and signals no tile counter a kernel beside it could wait on.
 bool is_collective(const Op& op);
 
+// Bytes each of `ranks` GPUs sends over its links for a ring collective of kind `kind` (an op
+// kind of is_collective) on a message of `message_bytes` (what each rank holds; an all-gather's
+// result): (ranks - 1) / ranks of the message for an all-gather, twice that for an all-reduce
+// (reduce-scatter, then all-gather). A collective's tiles send this of their boxes.
+int64_t ring_link_bytes(std::string_view kind, int64_t message_bytes, int64_t ranks);
+
 // The registry of op kinds. Built-in kinds are present from the first lookup.
 const OpKind& op_kind(std::string_view name);
 const OpKind* find_op_kind(std::string_view name);

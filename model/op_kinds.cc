@@ -309,12 +309,9 @@ class ResidualAdd final : public Kind {
 };
 
 // The collectives of tensor parallel (attr "ranks": the GPUs a stage is sliced over). A tile
-// moves its box between the ranks as a ring collective does: each rank sends (ranks - 1) /
-// ranks of the box for an all-gather, twice that for an all-reduce (reduce-scatter, then
-// all-gather).
-int64_t ring_bytes(const Op& op, int64_t box_bytes, int64_t passes) {
-  const int64_t ranks = op.attrs.i("ranks");
-  return passes * box_bytes * (ranks - 1) / ranks;
+// moves its box between the ranks as a ring collective does (ring_link_bytes).
+int64_t ring_bytes(const Op& op, int64_t box_bytes) {
+  return ring_link_bytes(op.kind->name(), box_bytes, op.attrs.i("ranks"));
 }
 
 // all-reduce: y = the sum over the ranks of x. all-reduce-residual: y = r + that sum (input 1,
@@ -332,7 +329,7 @@ class AllReduce final : public Kind {
   }
   TileCost tile_cost(const Op& op, const Graph&, const Box& out) const override {
     const int64_t bytes = out.rows() * out.cols() * kBf16;
-    return {(residual_ ? 2 : 1) * bytes, bytes, out.rows() * out.cols(), ring_bytes(op, bytes, 2)};
+    return {(residual_ ? 2 : 1) * bytes, bytes, out.rows() * out.cols(), ring_bytes(op, bytes)};
   }
 
  private:
@@ -351,7 +348,7 @@ class AllGather final : public Kind {
   TileCost tile_cost(const Op& op, const Graph& graph, const Box& out) const override {
     const int64_t element = dtype_bytes(graph.tensor(op.output).dtype);
     const int64_t bytes = out.rows() * out.cols() * element;
-    return {bytes / op.attrs.i("ranks"), bytes, 0, ring_bytes(op, bytes, 1)};
+    return {bytes / op.attrs.i("ranks"), bytes, 0, ring_bytes(op, bytes)};
   }
 };
 
@@ -412,6 +409,11 @@ bool norm_linear_glu(const Op& op) { return op.attrs.has("glu") && op.attrs.i("g
 bool is_collective(const Op& op) {
   const std::string_view kind = op.kind->name();
   return kind == "all-reduce" || kind == "all-reduce-residual" || kind == "all-gather";
+}
+
+int64_t ring_link_bytes(std::string_view kind, int64_t message_bytes, int64_t ranks) {
+  const int64_t passes = kind == "all-gather" ? 1 : 2;
+  return passes * message_bytes * (ranks - 1) / ranks;
 }
 
 int64_t step_entries(const Graph& graph, const Op& op) {

@@ -214,11 +214,67 @@ std::vector<GraphLaunchPoint> launch_points_from(const Node& parent) {
   return points;
 }
 
+json collectives_to_json(const std::vector<CollectiveBenchmark>& collectives) {
+  json out = json::array();
+  for (const CollectiveBenchmark& c : collectives) {
+    json points = json::array();
+    for (const CollectivePoint& point : c.points) {
+      points.push_back({{"bytes", point.bytes}, {"time_ns", model::stats_to_json(point.time_ns)}});
+    }
+    out.push_back({{"kind", c.kind}, {"points", points}});
+  }
+  return out;
+}
+
+// micro.collectives: only in a tensor-parallel profile (tp > 1), each kind once.
+std::vector<CollectiveBenchmark> collectives_from(const Node& micro, int64_t tp) {
+  std::vector<CollectiveBenchmark> out;
+  if (!micro.has("collectives")) return out;
+  const Node list = micro.at("collectives");
+  if (tp == 1) {
+    list.fail(
+        "collectives are benchmarks of a tensor-parallel profile, and this one is of one "
+        "GPU (no \"tp\" above 1)");
+  }
+  for (const Node& c : list.list()) {
+    CollectiveBenchmark b;
+    b.kind = c.at("kind").string();
+    if (b.kind != "all-reduce" && b.kind != "all-gather") {
+      c.at("kind").fail("expected \"all-reduce\" or \"all-gather\", got \"" + b.kind + "\"");
+    }
+    for (const CollectiveBenchmark& before : out) {
+      if (before.kind == b.kind) c.at("kind").fail("\"" + b.kind + "\" given twice");
+    }
+    const Node points = c.at("points");
+    const std::vector<Node> items = points.list();
+    if (items.empty()) points.fail("expected at least one message size");
+    for (const Node& item : items) {
+      CollectivePoint point;
+      point.bytes = item.at("bytes").integer(1, int64_t{1} << 40);
+      if (!b.points.empty() && point.bytes <= b.points.back().bytes) {
+        item.at("bytes").fail("message sizes must increase");
+      }
+      point.time_ns = duration_from(item.at("time_ns"), Duration::work);
+      b.points.push_back(std::move(point));
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 json stats_or_null(const std::optional<LatencyStats>& s) {
   return s ? model::stats_to_json(*s) : json(nullptr);
 }
 
 }  // namespace
+
+const CollectiveBenchmark* MicroBenchmarks::collective(std::string_view kind) const {
+  const std::string_view timed = kind == "all-reduce-residual" ? "all-reduce" : kind;
+  for (const CollectiveBenchmark& c : collectives) {
+    if (c.kind == timed) return &c;
+  }
+  return nullptr;
+}
 
 const OpProfile* StageProfile::op(int index) const {
   const auto it = std::lower_bound(ops.begin(), ops.end(), index,
@@ -290,6 +346,7 @@ json profile_to_json(const Profile& p) {
   if (!m.graph_launch_by_nodes.empty()) {
     micro["graph_launch_by_nodes"] = launch_points_to_json(m.graph_launch_by_nodes);
   }
+  if (!m.collectives.empty()) micro["collectives"] = collectives_to_json(m.collectives);
   json batches = json::array();
   for (const BatchProfile& b : p.batches) {
     json stages = json::array();
@@ -407,6 +464,7 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
     m.dependent_launch_ns = duration_from(micro.at("dependent_launch_ns"), Duration::gap);
   }
   m.graph_launch_by_nodes = launch_points_from(micro);
+  m.collectives = collectives_from(micro, p.tp);
 
   for (const Node& b : root.at("batches").list()) {
     BatchProfile batch;

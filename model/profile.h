@@ -73,6 +73,23 @@ struct GraphLaunchPoint {
   friend bool operator==(const GraphLaunchPoint&, const GraphLaunchPoint&) = default;
 };
 
+// A collective of a tensor-parallel profile's GPUs (Profile::tp > 1), run alone at one message
+// size: `bytes` is what each rank holds (an all-gather's result), the time its kernel's start to
+// its end on the slowest rank.
+struct CollectivePoint {
+  int64_t bytes = 0;
+  LatencyStats time_ns;
+  friend bool operator==(const CollectivePoint&, const CollectivePoint&) = default;
+};
+
+// One collective kind over message sizes: the latency and link bandwidth a communication task
+// of an mk region is predicted from (simulator/cost.h, fit_collective).
+struct CollectiveBenchmark {
+  std::string kind;                     // "all-reduce" or "all-gather" (model/op.h)
+  std::vector<CollectivePoint> points;  // increasing bytes
+  friend bool operator==(const CollectiveBenchmark&, const CollectiveBenchmark&) = default;
+};
+
 // Boundary and synchronization costs, each from a dedicated micro-benchmark of empty or
 // trivial kernels.
 struct MicroBenchmarks {
@@ -107,6 +124,12 @@ struct MicroBenchmarks {
   // has started, before its own CTAs can. Absent from older profiles; the simulator then
   // charges kernel_gap_ns and says so.
   std::optional<LatencyStats> dependent_launch_ns;
+  // Tensor parallel only: each collective kind the graphs hold, over message sizes. Without them
+  // (profiles of one GPU, or that predate them) no mk region can run a collective.
+  std::vector<CollectiveBenchmark> collectives;
+
+  // The benchmark of `kind` (an all-reduce-residual is timed as an all-reduce); null when absent.
+  const CollectiveBenchmark* collective(std::string_view kind) const;
 };
 
 struct LaunchConfig {

@@ -314,6 +314,52 @@ TEST(ProfileTest, BadGraphLaunchPointsNameTheField) {
   expect_errors(good, cases);
 }
 
+// A tensor-parallel profile's collective benchmarks: kinds and message sizes round trip; a
+// profile of one GPU has none and writes none.
+TEST(ProfileTest, CollectiveBenchmarksRoundTripInTensorParallelProfilesOnly) {
+  testing::SyntheticDevice d;
+  d.tp = 2;
+  const model::Profile tp2 = testing::synthetic_profile("tiny-llama", {1}, 16, d);
+  ASSERT_EQ(tp2.micro.collectives.size(), 2u);
+  const nlohmann::json j = model::profile_to_json(tp2);
+  EXPECT_EQ(j["micro"]["collectives"][0]["kind"], "all-reduce");
+  EXPECT_EQ(j["micro"]["collectives"][1]["points"][0]["bytes"], 4096);
+  const model::Profile back = model::profile_from_json(j, "tp2.json");
+  EXPECT_EQ(back.micro.collectives, tp2.micro.collectives);
+  // An all-reduce-residual is timed as an all-reduce (its residual add is local).
+  EXPECT_EQ(back.micro.collective("all-reduce-residual"), &back.micro.collectives[0]);
+  EXPECT_EQ(back.micro.collective("linear"), nullptr);
+  EXPECT_FALSE(model::profile_to_json(tiny())["micro"].contains("collectives"));
+}
+
+TEST(ProfileTest, BadCollectiveBenchmarksNameTheField) {
+  testing::SyntheticDevice d;
+  d.tp = 2;
+  const nlohmann::json good =
+      model::profile_to_json(testing::synthetic_profile("tiny-llama", {1}, 16, d));
+  const std::vector<ProfileEdit> cases{
+      {[](auto& j) { j.erase("tp"); },
+       "llama.json: field 'micro.collectives': collectives are benchmarks of a tensor-parallel "
+       "profile, and this one is of one GPU (no \"tp\" above 1)"},
+      {[](auto& j) { j["micro"]["collectives"][1]["kind"] = "all-to-all"; },
+       "llama.json: field 'micro.collectives[1].kind': expected \"all-reduce\" or "
+       "\"all-gather\", got \"all-to-all\""},
+      {[](auto& j) { j["micro"]["collectives"][1]["kind"] = "all-reduce"; },
+       "llama.json: field 'micro.collectives[1].kind': \"all-reduce\" given twice"},
+      {[](auto& j) { j["micro"]["collectives"][0]["points"][2]["bytes"] = 4096; },
+       "llama.json: field 'micro.collectives[0].points[2].bytes': message sizes must increase"},
+      {[](auto& j) { j["micro"]["collectives"][0]["points"][0]["bytes"] = 0; },
+       "llama.json: field 'micro.collectives[0].points[0].bytes': expected an integer in [1, "
+       "1099511627776], got 0"},
+      {[](auto& j) { j["micro"]["collectives"][0]["points"] = nlohmann::json::array(); },
+       "llama.json: field 'micro.collectives[0].points': expected at least one message size"},
+      {[](auto& j) { j["micro"]["collectives"][0]["points"][1]["time_ns"]["max"] = 1e300; },
+       "llama.json: field 'micro.collectives[0].points[1].time_ns.max': 1e+300 ns is more than "
+       "an hour: not a duration the profiler measures"},
+  };
+  expect_errors(good, cases);
+}
+
 TEST(ProfileTest, ReadingAMissingFileSaysWhich) {
   EXPECT_THROW(model::read_profile("/nonexistent/llama.json"), Error);
 }

@@ -6,6 +6,7 @@
 
 #include "model/decoder.h"
 #include "model/linear_provider.h"
+#include "model/op.h"
 #include "model/schedule.h"
 
 namespace megacut::testing {
@@ -49,6 +50,17 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
     p.micro.dependency_check_round_ns = c(d.dependency_check_round_ns);
   }
   if (d.dependent_launch_ns > 0) p.micro.dependent_launch_ns = c(d.dependent_launch_ns);
+  if (d.tp > 1 && d.collective_benchmarks) {
+    for (const char* kind : {"all-reduce", "all-gather"}) {
+      model::CollectiveBenchmark b{kind, {}};
+      for (int64_t bytes = 4096; bytes <= (int64_t{64} << 20); bytes *= 4) {
+        const double link_bytes = static_cast<double>(model::ring_link_bytes(kind, bytes, d.tp));
+        b.points.push_back({bytes, constant_stats(static_cast<double>(d.link_latency_ns) +
+                                                  link_bytes / d.link_bytes_per_ns)});
+      }
+      p.micro.collectives.push_back(std::move(b));
+    }
+  }
 
   std::set<int> cta_counts{1, std::max(1, d.sm_count / 4), std::max(1, d.sm_count / 2), d.sm_count};
   for (int64_t batch : batches) {

@@ -34,10 +34,14 @@ struct SyntheticDevice {
   double cublaslt_ratio = 0;
   // Tensor parallel: the graphs are one rank's of tp GPUs. A collective (all-reduce,
   // all-gather) takes its kernel overhead, the link latency and its link bytes at the link
-  // bandwidth beside its local bytes, and has no task benchmark (no megakernel runs it).
+  // bandwidth beside its local bytes, and has no task benchmark. With collective_benchmarks,
+  // micro.collectives times each kind at message sizes of 4 KB to 64 MB as the link latency and
+  // its link bytes (model::ring_link_bytes) at the link bandwidth, so that mk regions can run
+  // collectives as communication tasks; without, no mk region can.
   int64_t tp = 1;
   double link_bytes_per_ns = 100;  // 100 GB/s a GPU
   int64_t link_latency_ns = 5000;
+  bool collective_benchmarks = true;
 };
 
 // Per-task time at x tasks in flight: overhead + flops / SM rate + x * bytes / bandwidth,
