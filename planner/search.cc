@@ -237,6 +237,7 @@ class StageSearcher {
     }
     // Per op: what its standalone tasks cost, for the lower bounds.
     const double bandwidth = sim_.profile().device.copy_bandwidth_gb_per_s;
+    const double link_bandwidth = sim_.megakernel_params().link_bytes_per_ns;
     bytes_ns_.assign(n_ + 1, 0);
     work_ns_.assign(n_ + 1, 0);
     longest_ns_.assign(n_, 0);
@@ -247,9 +248,13 @@ class StageSearcher {
             sim_.region_task_costs(stage_, batch_, {RegionKind::mk, i, i + 1});
         for (size_t t = 0; t < c.fixed_ns.size(); ++t) {
           const double move = c.bytes[t] / bandwidth;
+          // A communication task's link bytes move beside its device bytes
+          // (simulator/megakernel.h).
+          const double send = c.link_bytes.empty() ? 0.0 : c.link_bytes[t] / link_bandwidth;
           bytes += move;
-          work += static_cast<double>(c.fixed_ns[t]) + move;
-          longest_ns_[i] = std::max(longest_ns_[i], static_cast<double>(c.fixed_ns[t]) + move);
+          work += static_cast<double>(c.fixed_ns[t]) + std::max(move, send);
+          longest_ns_[i] =
+              std::max(longest_ns_[i], static_cast<double>(c.fixed_ns[t]) + std::max(move, send));
         }
         ++single_mk_ops_;
         single_mk_tasks_ += g.op(i).tiling.count();

@@ -72,6 +72,14 @@ GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const d
   return {line.intercept, line.slope};
 }
 
+CollectiveFit fit_collective(std::span<const double> link_bytes, std::span<const double> time_ns) {
+  if (link_bytes.empty()) throw Error("fit_collective: no points");
+  const auto [xs, ys] = vectors(link_bytes, time_ns);
+  if (xs.maxCoeff() <= xs.minCoeff()) return {std::max(0.0, ys.mean()), 0};
+  const Line line = nonnegative_line(xs, ys);
+  return {line.intercept, line.slope > 0 ? 1 / line.slope : 0};
+}
+
 model::RegionConfig predict_region_config(std::span<const model::RegionConfig> members,
                                           int64_t registers_per_sm) {
   if (members.empty()) throw Error("predict_region_config: a region has at least one op");

@@ -47,6 +47,21 @@ struct GraphLaunchFit {
 // mean), as it was before graphs of several sizes were measured.
 GraphLaunchFit fit_graph_launch(std::span<const double> nodes, std::span<const double> launch_ns);
 
+// A collective's time from its micro-benchmark (model::CollectiveBenchmark): latency_ns +
+// link_bytes / link_bytes_per_ns, where link_bytes is what each rank sends for the message
+// (model::ring_link_bytes). A communication task of an mk region is predicted the same way from
+// its tile's link bytes: the latency as its fixed time, the bytes through the GPU's links.
+struct CollectiveFit {
+  double latency_ns = 0;
+  double link_bytes_per_ns = 0;  // 0: the benchmark could not tell (one message size)
+  friend bool operator==(const CollectiveFit&, const CollectiveFit&) = default;
+};
+
+// Least squares (Eigen) over the points (link bytes, time), both terms kept non-negative as in
+// fit_task_durations. One message size, or a slope of 0, gives no bandwidth: the caller refuses
+// to predict link transfers from it.
+CollectiveFit fit_collective(std::span<const double> link_bytes, std::span<const double> time_ns);
+
 // The configuration a region built from these members gets: the most threads and the most
 // shared memory of any member, and the most registers per thread that the register file
 // allows at that block size (a multiple of 8, at most 255; one CTA per SM).

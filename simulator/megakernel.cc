@@ -23,12 +23,21 @@ class Run final : public EventHandler {
         params_(params),
         first_(graph.first_task(schedule.op_begin)),
         last_(graph.first_task(schedule.op_end - 1) + graph.op(schedule.op_end - 1).tiling.count()),
-        bandwidth_(params.bandwidth_bytes_per_ns) {
+        bandwidth_(params.bandwidth_bytes_per_ns),
+        link_(params.link_bytes_per_ns > 0 ? params.link_bytes_per_ns : 1),
+        links_(!costs.link_bytes.empty()) {
     const size_t n = static_cast<size_t>(last_ - first_);
-    if (costs.fixed_ns.size() != n || costs.bytes.size() != n) {
+    if (costs.fixed_ns.size() != n || costs.bytes.size() != n ||
+        (links_ && costs.link_bytes.size() != n)) {
       throw Error("simulate_megakernel: task costs do not match the region's task count");
     }
+    if (links_ && !(params.link_bytes_per_ns > 0)) {
+      throw Error(
+          "simulate_megakernel: tasks send link bytes, but the link bandwidth is not "
+          "positive");
+    }
     pending_.assign(n, 0);
+    moving_.assign(n, 0);
     ready_.assign(n, 0);
     dep_pred_.assign(n, -1);
     pred_.assign(n, -1);
@@ -79,6 +88,8 @@ class Run final : public EventHandler {
         last_(last),
         cost_offset_(parent.cost_offset_ + (first - parent.first_)),
         bandwidth_(parent.bandwidth_.bytes_per_ns()),
+        link_(parent.link_.bytes_per_ns()),
+        links_(parent.links_),
         ended_ns_(ended_ns) {
     const auto a = static_cast<std::ptrdiff_t>(first - parent.first_);
     const auto b = static_cast<std::ptrdiff_t>(last - parent.first_);
@@ -86,6 +97,7 @@ class Run final : public EventHandler {
       return std::decay_t<decltype(v)>(v.begin() + a, v.begin() + b);
     };
     pending_ = slice(parent.pending_);
+    moving_ = slice(parent.moving_);
     ready_ = slice(parent.ready_);
     queue_of_ = slice(parent.queue_of_);
     start_ = slice(parent.start_);
@@ -115,11 +127,12 @@ class Run final : public EventHandler {
     });
     // Transfers in progress are of tasks started and not ended: all in [first, last).
     bandwidth_.copy_from(parent.bandwidth_, this, a << 2);
+    link_.copy_from(parent.link_, this, a << 2);
   }
 
   // Runs the rest of a continued region; its makespan.
   TimeNs finish_continued() {
-    engine_.add_resource(&bandwidth_);
+    add_resources();
     engine_.run();
     TimeNs makespan = ended_ns_;
     for (size_t j = 0; j < end_.size(); ++j) {
@@ -156,7 +169,7 @@ class Run final : public EventHandler {
   }
 
   MegakernelRun run() {
-    engine_.add_resource(&bandwidth_);
+    add_resources();
     for (int q = 0; q < schedule_.queue_count(); ++q) {
       if (!schedule_.queues[q].empty()) try_start(schedule_.queues[q][0] - first_);
     }
@@ -183,12 +196,21 @@ class Run final : public EventHandler {
           if (stopped_) return;
         }
         start_[j] = now;
-        if (costs_.bytes[j + cost_offset_] > 0) {
-          bandwidth_.start(now, costs_.bytes[j + cost_offset_], this, (j << 2) | kMoved);
-          break;
+        // Device bytes and link bytes move at once; the fixed time follows the later.
+        if (const double bytes = costs_.bytes[j + cost_offset_]; bytes > 0) {
+          bandwidth_.start(now, bytes, this, (j << 2) | kMoved);
+          ++moving_[j];
         }
+        if (links_) {
+          if (const double bytes = costs_.link_bytes[j + cost_offset_]; bytes > 0) {
+            link_.start(now, bytes, this, (j << 2) | kMoved);
+            ++moving_[j];
+          }
+        }
+        if (moving_[j] > 0) break;
         [[fallthrough]];
       case kMoved:
+        if (moving_[j] > 0 && --moving_[j] > 0) break;
         engine_.schedule(add_time(now, costs_.fixed_ns[j + cost_offset_]), this, (j << 2) | kEnd);
         break;
       case kEnd:
@@ -198,6 +220,13 @@ class Run final : public EventHandler {
   }
 
  private:
+  // The device's bandwidth, then (only where some task sends link bytes, so that other regions
+  // run event for event as before) the links'.
+  void add_resources() {
+    engine_.add_resource(&bandwidth_);
+    if (links_) engine_.add_resource(&link_);
+  }
+
   // Queues task j's start if its queue has reached it, is idle, and its dependencies are met.
   void try_start(int64_t j) {
     const int q = queue_of_[j];
@@ -306,6 +335,8 @@ class Run final : public EventHandler {
   const int64_t cost_offset_ = 0;  // costs_ index of task first_
   Engine engine_;
   SharedBandwidth bandwidth_;
+  SharedBandwidth link_;       // to the other GPUs (tensor parallel)
+  const bool links_;           // some task sends link bytes
   const TimeNs ended_ns_ = 0;  // a continued region: when its tasks before first_ had ended
 
   // Regions ending early (run_prefixes): the ends, the next one to reach, the results; the
@@ -319,6 +350,7 @@ class Run final : public EventHandler {
   TimeNs done_max_ = 0;
 
   std::vector<int32_t> pending_;   // dependencies inside the region not yet signalled
+  std::vector<int8_t> moving_;     // transfers of a started task not yet through
   std::vector<TimeNs> ready_;      // when the last signalled dependency became visible
   std::vector<int32_t> dep_pred_;  // the dependency that set ready_
   std::vector<int32_t> pred_;      // the task this one waited for: dependency or queue order

@@ -3,7 +3,9 @@
 // free and every dependency inside the region has signalled, plus the counter signal-to-wait
 // latency when the producer ran on another queue (dependencies on earlier regions were met at
 // the region's kernel boundary). A task first moves its bytes through the shared device
-// bandwidth, then spends its fixed time (compute and latency no other task slows down).
+// bandwidth, and a communication task (tensor parallel's collectives) its link bytes through
+// the GPU's links at the same time, each shared with the other tasks moving bytes there; then it
+// spends its fixed time (compute and latency no other task slows down).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +22,15 @@ namespace megacut::simulator {
 // Costs of a region's tasks, indexed by task id minus the region's first task id.
 struct TaskCosts {
   std::vector<TimeNs> fixed_ns;
-  std::vector<double> bytes;  // through the shared bandwidth; 0 for none
+  std::vector<double> bytes;       // through the shared bandwidth; 0 for none
+  std::vector<double> link_bytes;  // through the links to the other GPUs; empty: none at all
 };
 
 struct MegakernelParams {
   double bandwidth_bytes_per_ns = 0;
   TimeNs signal_latency_ns = 0;
   bool record_spans = false;
+  double link_bytes_per_ns = 0;  // what one GPU sends to the others; needed for link bytes
 };
 
 // What a critical-path step or a trace span is.

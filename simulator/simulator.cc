@@ -27,6 +27,9 @@ bool has_region_startup(const model::Profile& profile) {
 
 // The executor launches an mk region as one kernel node (executor::MegakernelRegion::launch).
 constexpr int64_t kMkRegionNodes = 1;
+// A communication task's configuration (Simulator::collective_model): one warp that issues its
+// transfers, few registers, no shared memory; never the largest member of a region.
+constexpr model::RegionConfig kCommunicationConfig{32, 32, 0};
 
 // The nodes a conventional op adds to its stage graph: one per kernel it runs.
 int64_t conv_nodes(const model::ConvKernel& k) {
@@ -105,6 +108,9 @@ double mean_estimate_ns(const model::Graph& g, int op) {
 struct Simulator::OpModel {
   bool ready = false;
   TaskFit fit;
+  // A collective's communication tasks: the fit of its kind's benchmark (the latency is
+  // fit.solo_ns; no standalone task benchmark).
+  std::optional<CollectiveFit> link;
   double mean_bytes = 0;       // per task: TileCost bytes read + written
   double mean_estimate = 0;    // per task: model::schedule_cost_estimate_ns
   model::RegionConfig config;  // its standalone region's
@@ -164,6 +170,17 @@ Simulator::Simulator(model::Profile profile, SimOptions options)
     : profile_(std::move(profile)), options_(options) {
   micro_launch_ = micro_launch_fit(profile_.micro);
   region_startup_measured_ = has_region_startup(profile_);
+  for (const model::CollectiveBenchmark& c : profile_.micro.collectives) {
+    std::vector<double> link_bytes, time_ns;
+    for (const model::CollectivePoint& point : c.points) {
+      link_bytes.push_back(
+          static_cast<double>(model::ring_link_bytes(c.kind, point.bytes, profile_.tp)));
+      time_ns.push_back(point.time_ns.p50);
+    }
+    const CollectiveFit fit = fit_collective(link_bytes, time_ns);
+    collective_fits_.emplace_back(c.kind, fit);
+    link_bytes_per_ns_ = std::max(link_bytes_per_ns_, fit.link_bytes_per_ns);
+  }
   model_ = model::parse_model(profile_.model_config, profile_.model_name,
                               profile_.source + " (model.config)");
 }
@@ -464,6 +481,7 @@ model::ProviderChoice Simulator::provider_choice(int64_t batch) {
 const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
   OpModel& m = s.ops.at(op);
   if (m.ready) return m;
+  if (model::is_collective(s.graph->op(op))) return collective_model(s, op, region);
   const model::OpProfile* p = s.profile->op(op);
   if (p == nullptr || p->tasks.empty() || !p->task_region) {
     throw Error(where(s, op) + ": no standalone task benchmark measured (needed by " +
@@ -490,6 +508,51 @@ const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model
   }
   m.fit = fit_task_durations(x, d, m.mean_bytes / profile_.device.copy_bandwidth_gb_per_s);
   m.config = *p->task_region;
+  m.ready = true;
+  return m;
+}
+
+// A collective in an mk region runs as communication tasks, one per tile, each sending its
+// tile's link bytes (TileCost::link_bytes) through the GPU's links and reading and writing its
+// local bytes, after the latency of its kind's benchmark fit. The fit is of whole collectives of
+// the tp GPUs, so a task is taken to pay a whole collective's latency: NCCL's, which a transfer
+// issued from inside a region may undercut. Its tasks need one warp: kCommunicationConfig,
+// which never decides a region's configuration.
+const Simulator::OpModel& Simulator::collective_model(StageState& s, int op,
+                                                      const model::Region& region) {
+  OpModel& m = s.ops.at(op);
+  const std::string_view kind = s.graph->op(op).kind->name();
+  const std::string_view timed = kind == "all-reduce-residual" ? "all-reduce" : kind;
+  const auto it = std::find_if(collective_fits_.begin(), collective_fits_.end(),
+                               [&](const auto& f) { return f.first == timed; });
+  if (it == collective_fits_.end()) {
+    throw Error(where(s, op) + ": no " + std::string(timed) +
+                " benchmark in the profile (micro.collectives; needed by " + region_text(region) +
+                ", which runs the collective as communication tasks)");
+  }
+  if (!(it->second.link_bytes_per_ns > 0)) {
+    throw Error("profile " + profile_.source + ": micro.collectives, " + std::string(timed) +
+                ": no link bandwidth in its fit (one message size, or times that do not grow "
+                "with it), needed by " +
+                region_text(region));
+  }
+  const model::Graph& g = *s.graph;
+  const int64_t tiles = g.op(op).tiling.count();
+  double bytes = 0, estimate = 0;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const model::TaskId id = g.task_id(op, t);
+    const model::TileCost c = g.task_cost(id);
+    s.task_bytes[id] = static_cast<double>(c.bytes_read + c.bytes_written);
+    s.task_estimate[id] = static_cast<double>(model::schedule_cost_estimate_ns(c));
+    bytes += s.task_bytes[id];
+    estimate += s.task_estimate[id];
+  }
+  m.mean_bytes = bytes / static_cast<double>(tiles);
+  m.mean_estimate = estimate / static_cast<double>(tiles);
+  m.fit.solo_ns = it->second.latency_ns;
+  m.fit.shared_ns = m.mean_bytes / profile_.device.copy_bandwidth_gb_per_s;
+  m.link = it->second;
+  m.config = kCommunicationConfig;
   m.ready = true;
   return m;
 }
@@ -540,13 +603,23 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
     const double slowdown = config_slowdown(m.config, config);
     const model::TaskId begin = g.first_task(op);
     const model::TaskId end = begin + g.op(op).tiling.count();
+    if (m.link && costs.link_bytes.empty()) costs.link_bytes.assign(last - first, 0.0);
     for (model::TaskId id = begin; id < end; ++id) {
-      const double size = s.task_estimate[id] / m.mean_estimate;
-      const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
       const int64_t deps = waits[id - first];
       const int64_t rounds = (deps + config.threads - 1) / config.threads;
-      costs.fixed_ns[id - first] =
-          time_from_ns(m.fit.solo_ns * size * slowdown + static_cast<double>(rounds) * round_ns);
+      const double checks = static_cast<double>(rounds) * round_ns;
+      if (m.link) {
+        // Its latency, its local bytes, and its link bytes scaled to the links' bandwidth
+        // (megakernel_params: the fastest kind's), so that alone they take link bytes / its own.
+        costs.fixed_ns[id - first] = time_from_ns(m.fit.solo_ns + checks);
+        costs.bytes[id - first] = s.task_bytes[id];
+        costs.link_bytes[id - first] = static_cast<double>(g.task_cost(id).link_bytes) *
+                                       link_bytes_per_ns_ / m.link->link_bytes_per_ns;
+        continue;
+      }
+      const double size = s.task_estimate[id] / m.mean_estimate;
+      const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
+      costs.fixed_ns[id - first] = time_from_ns(m.fit.solo_ns * size * slowdown + checks);
       costs.bytes[id - first] = m.fit.shared_ns * bandwidth * share;
     }
   }
@@ -557,6 +630,7 @@ MegakernelParams Simulator::megakernel_params() const {
   MegakernelParams params;
   params.bandwidth_bytes_per_ns = profile_.device.copy_bandwidth_gb_per_s;
   params.signal_latency_ns = p50(profile_.micro.counter_signal_to_wait_ns);
+  params.link_bytes_per_ns = link_bytes_per_ns_;
   return params;
 }
 

@@ -113,8 +113,14 @@ class Simulator {
   TaskFit task_fit(std::string_view stage, int64_t batch, int op);
   model::RegionConfig region_config(std::string_view stage, int64_t batch,
                                     const model::Region& region);
-  // The device parameters every mk region runs with (bandwidth, counter signal latency).
+  // The device parameters every mk region runs with (bandwidth, counter signal latency, and in a
+  // tensor-parallel profile with collective benchmarks the links' bandwidth: the fastest kind's
+  // fit, collective_fits).
   MegakernelParams megakernel_params() const;
+  // Per collective kind the profile benchmarked (model::MicroBenchmarks::collectives), its fit.
+  const std::vector<std::pair<std::string, CollectiveFit>>& collective_fits() const {
+    return collective_fits_;
+  }
 
   // The launch of a stage graph at `batch` as a function of its nodes: from the sweep run
   // alongside that batch's replays (mixed linearly between the measured neighbours of an
@@ -136,6 +142,7 @@ class Simulator {
   std::unique_ptr<model::StageProfile> interpolate(std::string_view stage, int64_t batch,
                                                    const model::Graph& target);
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
+  const OpModel& collective_model(StageState& s, int op, const model::Region& region);
   const model::ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
   // The kernel the options choose for op `op` of the stage; null where the profile did not
   // measure it (conv_kernel says why when a region needs it).
@@ -166,6 +173,8 @@ class Simulator {
   SimOptions options_;
   GraphLaunchFit micro_launch_;
   bool region_startup_measured_ = false;  // some task benchmark holds startup_ns
+  std::vector<std::pair<std::string, CollectiveFit>> collective_fits_;
+  double link_bytes_per_ns_ = 0;  // the fastest of collective_fits_
   model::ModelSpec model_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<StageState>, std::less<>> stages_;
   std::map<RegionKey, std::shared_ptr<const RegionResult>> regions_;

@@ -6,6 +6,7 @@
 
 #include "model/error.h"
 #include "model/graph.h"
+#include "model/op.h"
 #include "model/schedule.h"
 
 namespace megacut::simulator {
@@ -171,6 +172,99 @@ TEST(MegakernelTest, MakeScheduleRegionMatchesTheLowerBounds) {
       g, s, costs(std::vector<TimeNs>(64, 1000), std::vector<double>(64, 8e6)), params(4000, 0));
   EXPECT_GE(run.makespan_ns, 128000);
   EXPECT_LE(run.makespan_ns, 136000);
+}
+
+// Costs with link bytes (communication tasks of tensor parallel) beside the device bytes.
+TaskCosts costs(std::vector<TimeNs> fixed, std::vector<double> bytes,
+                std::vector<double> link_bytes) {
+  return TaskCosts{std::move(fixed), std::move(bytes), std::move(link_bytes)};
+}
+
+MegakernelParams link_params(double bytes_per_ns, TimeNs latency, double link_bytes_per_ns) {
+  MegakernelParams p = params(bytes_per_ns, latency);
+  p.link_bytes_per_ns = link_bytes_per_ns;
+  return p;
+}
+
+TEST(MegakernelTest, ACommunicationTaskMovesLinkAndDeviceBytesAtOnce) {
+  // One task, 2 µs fixed: 8 MB at 4 TB/s (2 µs) beside 3 MB at 100 GB/s over the links (30 µs):
+  // the later, then the fixed time, 32 µs. With 0.1 MB over the links (1 µs) the device bytes
+  // are the later: 4 µs.
+  const model::Graph g = chain(1, 1);
+  const MegakernelParams p = link_params(4000, 0, 100);
+  EXPECT_EQ(
+      simulate_megakernel(g, schedule(0, 1, {{0}}), costs({2000}, {8e6}, {3e6}), p).makespan_ns,
+      32000);
+  EXPECT_EQ(
+      simulate_megakernel(g, schedule(0, 1, {{0}}), costs({2000}, {8e6}, {1e5}), p).makespan_ns,
+      4000);
+}
+
+TEST(MegakernelTest, CommunicationTasksShareTheLinksNotTheDeviceBandwidth) {
+  // Three tiles on three queues: two send 3 MB each over 100 GB/s of links at once (60 µs
+  // together, then 2 µs fixed: 62 µs); the third moves 8 MB at 4 TB/s alone on the device's
+  // bandwidth (2 µs, then 0.5 µs fixed), whatever the links carry.
+  const model::Graph g = chain(1, 3);
+  const auto run = simulate_megakernel(g, schedule(0, 1, {{0}, {1}, {2}}),
+                                       costs({2000, 2000, 500}, {0, 0, 8e6}, {3e6, 3e6, 0}),
+                                       link_params(4000, 0, 100));
+  EXPECT_EQ(run.makespan_ns, 62000);
+  EXPECT_EQ(run.lane_busy_ns, (std::vector<TimeNs>{62000, 62000, 2500}));
+}
+
+// The analytic case of tensor parallel: an all-reduce of S = 8 MB over N = 4 GPUs whose links
+// carry W = 100 bytes/ns a GPU. A ring all-reduce sends 2 S (N - 1) / N = 12 MB from each GPU;
+// as one collective after the chain it would take L + 12 MB / W = 2 + 120 = 122 µs (L = 2 µs,
+// its latency). Cut into n = 4 tiles, each sends 3 MB (model::ring_link_bytes of its 2 MB):
+// 30 µs, plus L = 32 µs a tile, on queue 1; tile i of the all-reduce waits for tile i of a chain
+// op on queue 0 (c a tile), then for the signal (0.5 µs).
+//  - c = 40 µs > 32 µs: each tile's reduction hides under the next tile's compute; only the
+//    last is exposed: n c + 0.5 + 32 = 192.5 µs, against 160 + 122 = 282 µs one after the other.
+//  - c = 20 µs < 32 µs: the link sets the pace once the first tile is done: c + 0.5 + n 32 =
+//    148.5 µs.
+TEST(MegakernelTest, AnAllReduceOverlapsTheChainOfTilesItReduces) {
+  constexpr int64_t kGpus = 4, kTiles = 4, kMessage = 8'000'000;
+  const double tile_link =
+      static_cast<double>(model::ring_link_bytes("all-reduce", kMessage / kTiles, kGpus));
+  ASSERT_EQ(tile_link, 3e6);
+  const model::Graph g = chain(2, kTiles);
+  const model::Schedule s = schedule(0, 2, {{0, 1, 2, 3}, {4, 5, 6, 7}});
+  const std::vector<double> link{0, 0, 0, 0, tile_link, tile_link, tile_link, tile_link};
+  const std::vector<double> none(8, 0);
+  const MegakernelParams p = link_params(4000, 500, 100);
+  auto fixed = [](TimeNs c) { return std::vector<TimeNs>{c, c, c, c, 2000, 2000, 2000, 2000}; };
+  EXPECT_EQ(simulate_megakernel(g, s, costs(fixed(40000), none, link), p).makespan_ns, 192500);
+  EXPECT_EQ(simulate_megakernel(g, s, costs(fixed(20000), none, link), p).makespan_ns, 148500);
+}
+
+TEST(MegakernelTest, RegionsCutShortRunWithTheirLinkTransfersAsAlone) {
+  // A chain of three ops of two tiles, the middle one sending over the links: each region cut
+  // at op 1, 2 or 3 has the makespan of its schedule run alone (simulate_megakernel_prefixes
+  // copies the transfers in progress on the links too).
+  const model::Graph g = chain(3, 2);
+  const TaskCosts c =
+      costs({700, 900, 1500, 1500, 400, 600}, {4e6, 0, 1e6, 2e6, 3e6, 0}, {0, 0, 2e5, 1e5, 0, 0});
+  const MegakernelParams p = link_params(4000, 300, 100);
+  const std::vector<int> ends{1, 2, 3};
+  const PrefixMakespans prefixes =
+      simulate_megakernel_prefixes(g, schedule(0, 3, {{0, 3, 4}, {1, 2, 5}}), c, p, ends);
+  const std::vector<std::vector<std::vector<model::TaskId>>> cut{
+      {{0}, {1}}, {{0, 3}, {1, 2}}, {{0, 3, 4}, {1, 2, 5}}};
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const size_t n = static_cast<size_t>(2 * ends[i]);
+    const TaskCosts part{std::vector<TimeNs>(c.fixed_ns.begin(), c.fixed_ns.begin() + n),
+                         std::vector<double>(c.bytes.begin(), c.bytes.begin() + n),
+                         std::vector<double>(c.link_bytes.begin(), c.link_bytes.begin() + n)};
+    EXPECT_EQ(prefixes.makespan_ns[i],
+              simulate_megakernel(g, schedule(0, ends[i], cut[i]), part, p).makespan_ns)
+        << "region [0, " << ends[i] << ")";
+  }
+}
+
+TEST(MegakernelTest, LinkBytesWithoutALinkBandwidthAreRefused) {
+  const model::Graph g = chain(1, 1);
+  EXPECT_THROW(simulate_megakernel(g, schedule(0, 1, {{0}}), costs({1}, {0}, {1e6}), params(1, 0)),
+               Error);
 }
 
 }  // namespace

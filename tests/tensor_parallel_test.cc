@@ -39,13 +39,99 @@ TEST(TensorParallelTest, ACollectiveCostsItsLinkBytesAtTheLinkBandwidth) {
   EXPECT_NEAR(saved, 391'680.0 / 200, 34);
 }
 
-// The planner keeps every collective in a conv region (it has no task benchmark, so no mk region
-// runs one, and it signals no tile counters, so no tile region either) and plans the rest as on
-// one GPU. plan.json records the degree; a run of another
-// degree refuses it, naming the field.
-TEST(TensorParallelTest, PlansKeepCollectivesConventionalAndRecordTheDegree) {
+// The ops of kind `kind` in a stage graph.
+std::vector<int> ops_of_kind(const model::Graph& g, std::string_view kind) {
+  std::vector<int> ops;
+  for (const model::Op& op : g.ops()) {
+    if (op.kind->name() == kind) ops.push_back(op.index);
+  }
+  return ops;
+}
+
+// In an mk region a collective runs as communication tasks, one a tile: each pays its kind's
+// benchmark latency (the synthetic profile's link latency, 5 µs), moves its local bytes on the
+// device and sends its tile's link bytes over links of the fitted bandwidth (100 bytes/ns).
+TEST(TensorParallelTest, ACommunicationTaskCostsItsKindsLatencyAndItsLinkBytes) {
   SyntheticDevice d;
   d.tp = 2;
+  simulator::Simulator sim(synthetic_profile("llama-3.2-1b", {1}, 128, d));
+  EXPECT_NEAR(sim.megakernel_params().link_bytes_per_ns, 100, 1e-6);
+  ASSERT_EQ(sim.collective_fits().size(), 2u);
+  for (const auto& [kind, fit] : sim.collective_fits()) {
+    EXPECT_NEAR(fit.latency_ns, 5000, 1e-3) << kind;
+    EXPECT_NEAR(fit.link_bytes_per_ns, 100, 1e-6) << kind;
+  }
+  const model::Graph& g = sim.graph("decode", 1);
+  for (std::string_view kind : {"all-reduce-residual", "all-reduce", "all-gather"}) {
+    const std::vector<int> ops = ops_of_kind(g, kind);
+    ASSERT_FALSE(ops.empty()) << kind;
+    const int op = ops.front();
+    const simulator::TaskCosts c =
+        sim.region_task_costs("decode", 1, {model::RegionKind::mk, op, op + 1});
+    ASSERT_EQ(c.link_bytes.size(), c.fixed_ns.size());
+    for (size_t t = 0; t < c.fixed_ns.size(); ++t) {
+      const model::TileCost cost = g.task_cost(g.task_id(op, static_cast<int64_t>(t)));
+      ASSERT_GT(cost.link_bytes, 0);
+      EXPECT_EQ(c.fixed_ns[t], 5000) << kind;
+      EXPECT_NEAR(c.link_bytes[t], static_cast<double>(cost.link_bytes), 1e-3) << kind;
+      EXPECT_EQ(c.bytes[t], static_cast<double>(cost.bytes_read + cost.bytes_written)) << kind;
+    }
+  }
+  // Other ops' tasks send nothing: the row-parallel linear before an all-reduce-residual.
+  const int o = ops_of_kind(g, "all-reduce-residual").front() - 1;
+  ASSERT_FALSE(model::is_collective(g.op(o)));
+  EXPECT_TRUE(
+      sim.region_task_costs("decode", 1, {model::RegionKind::mk, o, o + 1}).link_bytes.empty());
+}
+
+// Without the benchmarks no mk region runs a collective, and saying so names what is missing.
+TEST(TensorParallelTest, AnMkRegionOverACollectiveNeedsItsKindsBenchmark) {
+  SyntheticDevice d;
+  d.tp = 2;
+  d.collective_benchmarks = false;
+  simulator::Simulator sim(synthetic_profile("tiny-llama", {1}, 16, d));
+  const int op = ops_of_kind(sim.graph("decode", 1), "all-reduce-residual").front();
+  EXPECT_NE(error_of([&] {
+              sim.simulate_region("decode", 1, {model::RegionKind::mk, op, op + 1},
+                                  simulator::Boundary::after_conv);
+            }).find(": no all-reduce benchmark in the profile (micro.collectives; needed by mk["),
+            std::string::npos);
+}
+
+// With the benchmarks the planner's search runs collectives in mk regions, where the region
+// saves the kernel boundaries on either side (the synthetic device's 2 µs a kernel and 0.8 µs a
+// gap), and the plan's best at every batch holds one there.
+TEST(TensorParallelTest, PlansRunCollectivesInMegakernelsWhereThatPays) {
+  SyntheticDevice d;
+  d.tp = 2;
+  const model::Profile p = synthetic_profile("tiny-llama", {1, 4}, 16, d);
+  const planner::Plan plan = planner::make_plan(p, {.top_k = 3});
+  simulator::Simulator sim(p);
+  for (const planner::BatchPlan& b : plan.batches) {
+    const planner::Evaluated& best = b.ranked.front();
+    int in_mk = 0;
+    for (const model::StageRegions& s : best.composition.stages) {
+      const model::Graph& g = sim.graph(s.stage, b.batch);
+      for (const model::Region& r : s.regions) {
+        for (int op = r.begin; op < r.end; ++op) {
+          in_mk += r.kind == model::RegionKind::mk && model::is_collective(g.op(op)) ? 1 : 0;
+        }
+      }
+    }
+    EXPECT_GT(in_mk, 0) << "batch " << b.batch << ": " << best.composition.to_string();
+    // Its prediction is the simulator's for that composition.
+    EXPECT_EQ(best.ttfo_ns, sim.simulate(best.composition, b.batch).ttfo_ns);
+  }
+}
+
+// Without collective benchmarks the planner keeps every collective in a conv region (it has no
+// task benchmark, so no mk region runs one, and it signals no tile counters, so no tile region
+// either) and plans the rest as on one GPU. plan.json records the degree; a run of another
+// degree refuses it, naming the field.
+TEST(TensorParallelTest, PlansKeepCollectivesConventionalWithoutTheirBenchmarks) {
+  SyntheticDevice d;
+  d.tp = 2;
+  d.collective_benchmarks = false;
   const model::Profile p = synthetic_profile("tiny-llama", {1, 4}, 16, d);
   const planner::Plan plan = planner::make_plan(p, {.top_k = 3});
   EXPECT_EQ(plan.tp, 2);
