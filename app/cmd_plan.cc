@@ -352,9 +352,14 @@ void run(const PlanCommandOptions& o) {
     if (!categories.empty()) std::printf("\n");
     categories.push_back(plan_profile(profile, options, o.json_path, false));
   }
-  std::printf("\ncategory per model:\n");
+  // A model profiled at several tensor-parallel degrees gets a category per degree.
+  bool tensor_parallel = false;
+  for (const model::Profile& profile : profiles) tensor_parallel |= profile.tp > 1;
+  std::printf("\ncategory per %s:\n", tensor_parallel ? "model and GPU count" : "model");
   for (size_t i = 0; i < profiles.size(); ++i) {
-    std::printf("  %-21s %s\n", profiles[i].model_name.c_str(),
+    std::string name = profiles[i].model_name;
+    if (tensor_parallel) name += ", " + model::gpu_count_text(profiles[i].tp);
+    std::printf("  %-*s %s\n", tensor_parallel ? 28 : 21, name.c_str(),
                 std::string(planner::category_name(categories[i])).c_str());
   }
   print_legend(options.min_gain, options.objective);
