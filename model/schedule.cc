@@ -14,6 +14,9 @@ namespace {
 // of bf16 tensor throughput per SM when all SMs are busy, plus a fixed cost per task.
 constexpr int64_t kBytesPerNs = 30;
 constexpr int64_t kFlopsPerNs = 6000;
+// A communication task's share of its GPU's links (tensor parallel): some 400 GB/s of NVLink
+// split among the twenty-odd such tasks in flight.
+constexpr int64_t kLinkBytesPerNs = 20;
 constexpr int64_t kTaskOverheadNs = 500;
 
 }  // namespace
@@ -25,8 +28,8 @@ int64_t Schedule::task_count() const {
 }
 
 int64_t schedule_cost_estimate_ns(const TileCost& cost) {
-  return kTaskOverheadNs +
-         std::max((cost.bytes_read + cost.bytes_written) / kBytesPerNs, cost.flops / kFlopsPerNs);
+  return kTaskOverheadNs + std::max({(cost.bytes_read + cost.bytes_written) / kBytesPerNs,
+                                     cost.flops / kFlopsPerNs, cost.link_bytes / kLinkBytesPerNs});
 }
 
 Schedule make_schedule(const Graph& graph, int op_begin, int op_end, int queues) {

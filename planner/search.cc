@@ -647,7 +647,7 @@ class StageSearcher {
   std::vector<Costs> suffix_;                  // [b][before]: bound_all's
   std::array<std::vector<std::vector<Entry>>, 3> lists_;  // k_best's, per state and cut
   std::vector<TimeNs> local_upper_, any_upper_, rest_;    // bound_locally's
-  int64_t single_mk_ops_ = 0;                             // ops with a task benchmark
+  int64_t single_mk_ops_ = 0;                             // ops an mk region can run
   int64_t single_mk_tasks_ = 0;
 };
 

@@ -244,6 +244,7 @@ class Run final : public EventHandler {
   }
 
   void finish(int64_t j, TimeNs now) {
+    assert(end_[j] < 0);  // one end a task: each of its transfers reported once
     end_[j] = now;
     const int q = queue_of_[j];
     out_.lane_busy_ns[q] += now - start_[j];

@@ -28,7 +28,7 @@ bool has_region_startup(const model::Profile& profile) {
 // The executor launches an mk region as one kernel node (executor::MegakernelRegion::launch).
 constexpr int64_t kMkRegionNodes = 1;
 // A communication task's configuration (Simulator::collective_model): one warp that issues its
-// transfers, few registers, no shared memory; never the largest member of a region.
+// transfers, few registers, no shared memory. Its tasks are charged no register slowdown.
 constexpr model::RegionConfig kCommunicationConfig{32, 32, 0};
 
 // The nodes a conventional op adds to its stage graph: one per kernel it runs.
@@ -531,10 +531,10 @@ const Simulator::OpModel& Simulator::collective_model(StageState& s, int op,
                 ", which runs the collective as communication tasks)");
   }
   if (!(it->second.link_bytes_per_ns > 0)) {
-    throw Error("profile " + profile_.source + ": micro.collectives, " + std::string(timed) +
-                ": no link bandwidth in its fit (one message size, or times that do not grow "
-                "with it), needed by " +
-                region_text(region));
+    throw Error(where(s, op) + ": the profile's " + std::string(timed) +
+                " benchmark (micro.collectives) fits no link bandwidth (one message size, or "
+                "times that do not grow with it; needed by " +
+                region_text(region) + ")");
   }
   const model::Graph& g = *s.graph;
   const int64_t tiles = g.op(op).tiling.count();
@@ -776,6 +776,22 @@ TimeNs Simulator::tile_step(StageState& s, int op, const model::Region& region) 
   return *cached;
 }
 
+std::optional<double> Simulator::region_startup(StageState& s, const model::Region& region,
+                                                int ctas) {
+  // A CTA's startup (run index, its queue's first task and layout) is the runtime's, whatever
+  // task comes first; a communication task has no benchmark of its own, so the stage's nearest
+  // op after it (else before it) that is not a collective stands in for it. Never one chosen by
+  // the region's end: the planner takes a region's overhead from its first op alone.
+  const int n = s.graph->op_count();
+  for (int op = region.begin; op < n; ++op) {
+    if (!model::is_collective(s.graph->op(op))) return op_model(s, op, region).startup_at(ctas);
+  }
+  for (int op = region.begin - 1; op >= 0; --op) {
+    if (!model::is_collective(s.graph->op(op))) return op_model(s, op, region).startup_at(ctas);
+  }
+  return std::nullopt;
+}
+
 void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   const model::Graph& g = *s.graph;
   const model::MicroBenchmarks& micro = profile_.micro;
@@ -796,8 +812,7 @@ void Simulator::simulate_mk(StageState& s, RegionResult& r) {
   // CTAs' own start being one barrier), then the runtime's startup before the first task,
   // measured with the region's first op: each CTA's start to its first task. The trivial
   // region's barrier, tens of ns, is so counted twice.
-  const std::optional<double> startup =
-      op_model(s, r.region.begin, r.region).startup_at(schedule.queue_count());
+  const std::optional<double> startup = region_startup(s, r.region, schedule.queue_count());
   r.launch_ns = add_time(p50(micro.region_launch_ns), startup ? time_from_ns(*startup) : 0);
   r.drain_ns = p50(micro.region_drain_ns);
   r.work_ns = run.makespan_ns;

@@ -143,6 +143,10 @@ class Simulator {
                                                    const model::Graph& target);
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
   const OpModel& collective_model(StageState& s, int op, const model::Region& region);
+  // An mk region's runtime startup before its first task, at `ctas` CTAs (TaskBenchmark::
+  // startup_ns of its first op, or for a collective the stage's nearest op that is not one);
+  // none where not measured.
+  std::optional<double> region_startup(StageState& s, const model::Region& region, int ctas);
   const model::ConvKernel& conv_kernel(StageState& s, int op, const model::Region& region);
   // The kernel the options choose for op `op` of the stage; null where the profile did not
   // measure it (conv_kernel says why when a region needs it).

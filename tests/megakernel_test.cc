@@ -238,18 +238,22 @@ TEST(MegakernelTest, AnAllReduceOverlapsTheChainOfTilesItReduces) {
 }
 
 TEST(MegakernelTest, RegionsCutShortRunWithTheirLinkTransfersAsAlone) {
-  // A chain of three ops of two tiles, the middle one sending over the links: each region cut
-  // at op 1, 2 or 3 has the makespan of its schedule run alone (simulate_megakernel_prefixes
-  // copies the transfers in progress on the links too).
+  // A chain of three ops of two tiles; op 1's tiles send over the links, its tile 1 also moves
+  // 40 MB on the device (10 µs), so it is still sending when op 2's first task starts: region
+  // [0, 2) then continues from a copy of that moment, transfers in flight on the links included
+  // (simulate_megakernel_prefixes), and must end as its schedule run alone does; so must the
+  // whole region.
   const model::Graph g = chain(3, 2);
   const TaskCosts c =
-      costs({700, 900, 1500, 1500, 400, 600}, {4e6, 0, 1e6, 2e6, 3e6, 0}, {0, 0, 2e5, 1e5, 0, 0});
-  const MegakernelParams p = link_params(4000, 300, 100);
-  const std::vector<int> ends{1, 2, 3};
+      costs({100, 100, 100, 100, 100, 100}, {0, 0, 0, 4e7, 0, 0}, {0, 0, 1e4, 2e6, 0, 0});
+  const MegakernelParams p = link_params(4000, 0, 100);
+  const std::vector<int> ends{2, 3};
   const PrefixMakespans prefixes =
-      simulate_megakernel_prefixes(g, schedule(0, 3, {{0, 3, 4}, {1, 2, 5}}), c, p, ends);
-  const std::vector<std::vector<std::vector<model::TaskId>>> cut{
-      {{0}, {1}}, {{0, 3}, {1, 2}}, {{0, 3, 4}, {1, 2, 5}}};
+      simulate_megakernel_prefixes(g, schedule(0, 3, {{0, 2, 4}, {1, 3, 5}}), c, p, ends);
+  // A continued run simulates some tasks twice: more than the region's six.
+  EXPECT_GT(prefixes.tasks, 6);
+  const std::vector<std::vector<std::vector<model::TaskId>>> cut{{{0, 2}, {1, 3}},
+                                                                 {{0, 2, 4}, {1, 3, 5}}};
   for (size_t i = 0; i < ends.size(); ++i) {
     const size_t n = static_cast<size_t>(2 * ends[i]);
     const TaskCosts part{std::vector<TimeNs>(c.fixed_ns.begin(), c.fixed_ns.begin() + n),
@@ -259,6 +263,9 @@ TEST(MegakernelTest, RegionsCutShortRunWithTheirLinkTransfersAsAlone) {
               simulate_megakernel(g, schedule(0, ends[i], cut[i]), part, p).makespan_ns)
         << "region [0, " << ends[i] << ")";
   }
+  // Op 1 starts at 0.1 µs; its tile 0's 10 KB share the links with tile 1 (50 bytes/ns each,
+  // 0.2 µs), then tile 1 sends its other 1.99 MB alone (19.9 µs) and computes 0.1 µs: 20.3 µs.
+  EXPECT_EQ(prefixes.makespan_ns[0], 20300);
 }
 
 TEST(MegakernelTest, LinkBytesWithoutALinkBandwidthAreRefused) {

@@ -12,6 +12,7 @@
 #include "model/batch_list.h"
 #include "model/error.h"
 #include "model/linear_provider.h"
+#include "model/op.h"
 #include "planner/plan.h"
 #include "planner/region_costs.h"
 #include "planner/search.h"
@@ -37,16 +38,27 @@ std::string one_layer(const std::string& family) {
 // A synthetic profile with every number redrawn at random: conventional kernels and gaps, task
 // benchmarks (a random solo time and bandwidth share, with noise), standalone configurations
 // (so regions mix register budgets), micro-benchmarks, SM count and bandwidth. What wins, conv
-// or mk, short regions or long, then changes from op to op and from case to case.
-Profile random_profile(const std::string& model, const std::vector<int64_t>& batches,
-                       uint32_t seed) {
+// or mk, short regions or long, then changes from op to op and from case to case. With tp > 1,
+// one rank's graphs of tp GPUs, each collective kind benchmarked with a latency and link
+// bandwidth of its own.
+Profile random_profile(const std::string& model, const std::vector<int64_t>& batches, uint32_t seed,
+                       int64_t tp = 1) {
   std::mt19937 rng(seed);
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution(lo, hi)(rng); };
   testing::SyntheticDevice device;
   device.sm_count = std::vector<int>{2, 4, 8, 16, 132}[rng() % 5];
   device.bytes_per_ns = uniform(100, 2000);
+  device.tp = tp;
   Profile p = testing::synthetic_profile(model, batches, 8, device);
   auto c = [](double ns) { return constant_stats(std::round(ns)); };
+  for (model::CollectiveBenchmark& b : p.micro.collectives) {
+    const double latency = uniform(500, 8000), link_bytes_per_ns = uniform(2, 400);
+    for (model::CollectivePoint& point : b.points) {
+      point.time_ns =
+          c(latency + static_cast<double>(model::ring_link_bytes(b.kind, point.bytes, tp)) /
+                          link_bytes_per_ns);
+    }
+  }
   p.micro.graph_launch_ns = c(uniform(0, 6000));
   p.micro.kernel_gap_ns = c(uniform(0, 3000));
   p.micro.kernel_gap_pdl_ns = c(uniform(0, 1000));
@@ -227,6 +239,54 @@ TEST(SearchTest, DpFindsTheExhaustiveOptimumOnRandomSmallGraphs) {
       "%lld resumed\n",
       cases, mixed_optima, tile_optima, static_cast<long long>(simulated),
       static_cast<long long>(regions), static_cast<long long>(resumed));
+}
+
+// Tensor parallel: collectives run in mk regions as communication tasks over the links, whose
+// bandwidth differs by kind; the DP's K best still equal the exhaustive enumeration's, pruning
+// and resuming still change nothing, and each mk region the evaluator resumes matches a fresh
+// simulation to the nanosecond.
+TEST(SearchTest, DpStaysExactWithCollectivesInMegakernels) {
+  int cases = 0, collectives_in_mk = 0;
+  for (const std::string family : {"llama"}) {  // one-layer qwen3's vocabulary is odd
+    for (uint32_t seed = 300; seed < 312; ++seed) {
+      simulator::Simulator sim(random_profile(one_layer(family), {1, 2}, seed, 2));
+      for (int64_t batch : {1, 2}) {
+        for (const std::string stage : {"prefill", "decode"}) {
+          SCOPED_TRACE(family + " seed " + std::to_string(seed) + " batch " +
+                       std::to_string(batch) + " " + stage);
+          const int k = static_cast<int>(1 + seed % 4);
+          const StageSearch dp = search_stage(sim, stage, batch, {.top_k = k});
+          ASSERT_EQ(times_of(dp), times_of(exhaustive_stage(sim, stage, batch, k)));
+          const StageSearch plain =
+              search_stage(sim, stage, batch, {.top_k = k, .prune = false, .resume = false});
+          ASSERT_EQ(times_of(dp), times_of(plain));
+          const model::Graph& g = sim.graph(stage, batch);
+          for (const Region& r : dp.best.front().regions) {
+            for (int op = r.begin; op < r.end && r.kind == RegionKind::mk; ++op) {
+              collectives_in_mk += model::is_collective(g.op(op)) ? 1 : 0;
+            }
+          }
+          const int n = g.op_count();
+          MkRegionEvaluator evaluator(sim, stage, batch);
+          for (int a = 0; a < n; ++a) {
+            std::vector<int> ends;
+            for (int b = a + 1; b <= n; ++b) ends.push_back(b);
+            const std::vector<TimeNs> got = evaluator.makespans(a, ends);
+            for (int b = a + 1; b <= n; ++b) {
+              const auto before =
+                  a == 0 ? simulator::Boundary::stage_start : simulator::Boundary::after_mk;
+              ASSERT_EQ(got[b - a - 1],
+                        sim.simulate_region(stage, batch, {RegionKind::mk, a, b}, before)->work_ns)
+                  << "mk[" << a << ":" << b << "]";
+            }
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 48);
+  EXPECT_GT(collectives_in_mk, 0);
 }
 
 TEST(SearchTest, DpFindsTheExhaustiveOptimumWhereOpsLackAConventionalKernel) {
