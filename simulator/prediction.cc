@@ -117,6 +117,7 @@ json prediction_to_json(const Prediction& p) {
               {"notes", p.notes},
               {"stages", stages}};
   if (p.frames > 0) doc["frames"] = p.frames;
+  if (p.tp > 1) doc["tp"] = p.tp;
   return doc;
 }
 

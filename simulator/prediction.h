@@ -101,6 +101,7 @@ struct Prediction {
   int64_t batch = 0;
   int64_t prompt_len = 0;
   int64_t frames = 0;       // TTS: frames of the first audio chunk
+  int64_t tp = 1;           // tensor parallel: one rank's graphs of this many GPUs
   std::string composition;  // canonical text
   // The ops of its conv regions that run on cuBLASLt (SimOptions::linear_provider), listed.
   model::ProviderChoice providers;

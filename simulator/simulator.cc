@@ -925,6 +925,7 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
   p.batch = batch;
   p.prompt_len = profile_.prompt_len;
   p.frames = profile_.frames;
+  p.tp = profile_.tp;
   p.composition = composition.to_string();
   p.providers = provider_choice(batch).in_conv_regions(composition);
   p.interpolated = interpolation(batch);

@@ -37,6 +37,12 @@ TEST(TensorParallelTest, ACollectiveCostsItsLinkBytesAtTheLinkBandwidth) {
   const double saved = static_cast<double>(slow.simulate(conv, 1).decode_step_ns -
                                            fast.simulate(conv, 1).decode_step_ns);
   EXPECT_NEAR(saved, 391'680.0 / 200, 34);
+  // The prediction says which degree it is for; one GPU's say nothing.
+  EXPECT_EQ(simulator::prediction_to_json(fast.simulate(conv, 1)).at("tp"), 2);
+  simulator::Simulator one(synthetic_profile("llama-3.2-1b", {1}, 128));
+  const model::Composition one_conv =
+      model::uniform_composition(one.stage_shapes(1), model::RegionKind::conv);
+  EXPECT_FALSE(simulator::prediction_to_json(one.simulate(one_conv, 1)).contains("tp"));
 }
 
 // The ops of kind `kind` in a stage graph.
