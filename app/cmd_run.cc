@@ -1,5 +1,6 @@
 // megacut run: a scenario on the GPU, each stage captured in a CUDA graph and replayed, with a
 // trtexec-like summary of time to first output, decode step and throughput.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -91,16 +92,28 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
     const executor::RegionConfig& c = timing.region->config();
     std::printf("task timing, region %s mk[%d:%d] on %d CTAs, from its first CTA's start:\n",
                 graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
-    std::printf("  %4s %-28s %6s %12s %12s %12s %12s %12s\n", "op", "name", "tasks", "first start",
-                "last end", "mean task", "mean wait", "mean signal");
+    std::printf("  %4s %-28s %6s %12s %12s %12s %12s %12s %8s\n", "op", "name", "tasks",
+                "first start", "last end", "mean task", "mean wait", "mean signal", "GB/s");
+    double before_end_ns = 0;  // the op before's last end; for the first op, its first start
     for (const profiler::OpTimeline& t : timing.ops) {
       const std::string signal =
           t.signaled > 0 ? format_ns(std::llround(t.signal_ns / t.signaled)) : "-";
-      std::printf("  %4d %-28s %6d %12s %12s %12s %12s %12s\n", t.op, graph.op(t.op).name.c_str(),
-                  t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
-                  format_ns(std::llround(t.last_end_ns)).c_str(),
-                  format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
-                  format_ns(std::llround(t.wait_ns / t.tasks)).c_str(), signal.c_str());
+      // The op's bytes (TileCost: its weights, mostly, in a decode step) over its step of the
+      // region, from the op before's last end to its own: its hop included, and none of the
+      // weights its producer streamed earlier, behind the ops before it.
+      const model::TileCost cost = graph.op_cost(t.op);
+      const double from_ns = &t == &timing.ops.front() ? t.first_start_ns : before_end_ns;
+      const double step_ns = t.last_end_ns - from_ns;
+      const double bytes = static_cast<double>(cost.bytes_read + cost.bytes_written);
+      const std::string rate =
+          step_ns > 0 ? format_count(static_cast<int64_t>(std::llround(bytes / step_ns))) : "-";
+      before_end_ns = std::max(before_end_ns, t.last_end_ns);
+      std::printf(
+          "  %4d %-28s %6d %12s %12s %12s %12s %12s %8s\n", t.op, graph.op(t.op).name.c_str(),
+          t.tasks, format_ns(std::llround(t.first_start_ns)).c_str(),
+          format_ns(std::llround(t.last_end_ns)).c_str(),
+          format_ns(std::llround(t.busy_ns / t.tasks)).c_str(),
+          format_ns(std::llround(t.wait_ns / t.tasks)).c_str(), signal.c_str(), rate.c_str());
     }
   }
   model::write_text_file(path, profiler::task_timing_to_json(runner, timings, m).dump(1) + "\n");
