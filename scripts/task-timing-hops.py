@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Where the hops between a megakernel region's ops go, from a task timing file.
 
-Usage: scripts/task-timing-hops.py TIMING.json[.gz] [FIRST_LAYER LAST_LAYER]
+Usage: scripts/task-timing-hops.py TIMING.json[.gz] [FIRST_LAYER LAST_LAYER [GRAPH.json]]
 
 TIMING.json is what `megacut run --task-timing` writes (megacut.task_timing/1), or it gzipped. For each op of
 a decoder layer, averaged over layers FIRST_LAYER..LAST_LAYER (default 1..14: neither the first
 nor the last), and for the ops outside the layers: the median task, the hop from the op before's
 last task end to this op's first task start, and the way of the op before's last task to it:
 end to the signaler seeing it done (notice), the release fence and counter store (fence, to
-publish_ns), publish to this op's first start (wait). All in microseconds.
+publish_ns), publish to this op's first start (wait). All in microseconds. With GRAPH.json
+(`megacut graph --json` of one of the file's stages, same model and batch), that stage's rows also
+give the op's step (the op before's last end to its own, as `megacut run --task-timing` prints
+it) and its bytes over its step in GB/s.
 """
 import gzip
 import json
@@ -20,10 +23,17 @@ import sys
 def main():
     path = sys.argv[1]
     first, last = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1, 14)
+    graph = None
+    if len(sys.argv) > 4:
+        with open(sys.argv[4]) as f:
+            graph = json.load(f)
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
     for stage in doc["stages"]:
         names = stage["ops"]
+        stage_graph = graph if graph is not None and graph["stage"] == stage["stage"] else None
+        if stage_graph is not None and [op["name"] for op in stage_graph["ops"]] != names:
+            sys.exit(f"{sys.argv[4]}: its ops are not those of the file's {stage['stage']} stage")
         for region in stage["regions"]:
             by_op = {}
             for t in region["tasks"]:
@@ -33,11 +43,14 @@ def main():
             for i, op in enumerate(ops):
                 tasks = by_op[op]
                 start = min(t["start_ns"] for t in tasks)
+                end = max(t["end_ns"] for t in tasks)
                 median = statistics.median(t["end_ns"] - t["start_ns"] for t in tasks)
                 hop = notice = fence = wait = 0.0
+                step = end - start
                 if i > 0:
                     before = max(by_op[ops[i - 1]], key=lambda t: t["end_ns"])
                     hop = start - before["end_ns"]
+                    step = end - before["end_ns"]
                     if before.get("signal_ns"):
                         notice = before["signal_ns"] - before["end_ns"]
                         fence = before["publish_ns"] - before["signal_ns"]
@@ -46,13 +59,21 @@ def main():
                 if m and not first <= int(m.group(2)) <= last:
                     continue
                 key = m.group(1) + m.group(3) if m else names[op]
-                rows.setdefault(key, []).append((median, hop, notice, fence, wait))
+                rate = 0.0
+                if stage_graph is not None and step > 0:
+                    node = stage_graph["ops"][op]
+                    rate = (node["bytes_read"] + node["bytes_written"]) / step
+                rows.setdefault(key, []).append((median, hop, notice, fence, wait, step, rate))
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
                   "averaged (us): task, hop from the op before, and of it notice, fence, wait")
             for key, values in rows.items():
-                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(5)]
-                print(f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
-                      f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
+                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(6)]
+                line = (f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
+                        f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
+                if stage_graph is not None:
+                    rate = sum(v[6] for v in values) / len(values)
+                    line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
+                print(line)
 
 
 if __name__ == "__main__":
