@@ -478,15 +478,7 @@ model::ProviderChoice Simulator::provider_choice(int64_t batch) {
   return choice;
 }
 
-const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
-  OpModel& m = s.ops.at(op);
-  if (m.ready) return m;
-  if (model::is_collective(s.graph->op(op))) return collective_model(s, op, region);
-  const model::OpProfile* p = s.profile->op(op);
-  if (p == nullptr || p->tasks.empty() || !p->task_region) {
-    throw Error(where(s, op) + ": no standalone task benchmark measured (needed by " +
-                region_text(region) + ")");
-  }
+void Simulator::measure_tasks(StageState& s, int op, OpModel& m) {
   const model::Graph& g = *s.graph;
   const int64_t tiles = g.op(op).tiling.count();
   double bytes = 0, estimate = 0;
@@ -500,6 +492,19 @@ const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model
   }
   m.mean_bytes = bytes / static_cast<double>(tiles);
   m.mean_estimate = estimate / static_cast<double>(tiles);
+}
+
+const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model::Region& region) {
+  OpModel& m = s.ops.at(op);
+  if (m.ready) return m;
+  if (model::is_collective(s.graph->op(op))) return collective_model(s, op, region);
+  const model::OpProfile* p = s.profile->op(op);
+  if (p == nullptr || p->tasks.empty() || !p->task_region) {
+    throw Error(where(s, op) + ": no standalone task benchmark measured (needed by " +
+                region_text(region) + ")");
+  }
+  const int64_t tiles = s.graph->op(op).tiling.count();
+  measure_tasks(s, op, m);
   std::vector<double> x, d;
   for (const model::TaskBenchmark& b : p->tasks) {
     x.push_back(static_cast<double>(std::min<int64_t>(b.ctas, tiles)));
@@ -516,39 +521,27 @@ const Simulator::OpModel& Simulator::op_model(StageState& s, int op, const model
 // tile's link bytes (TileCost::link_bytes) through the GPU's links and reading and writing its
 // local bytes, after the latency of its kind's benchmark fit. The fit is of whole collectives of
 // the tp GPUs, so a task is taken to pay a whole collective's latency: NCCL's, which a transfer
-// issued from inside a region may undercut. Its tasks need one warp: kCommunicationConfig,
-// which never decides a region's configuration.
+// issued from inside a region may undercut. Its tasks need one warp: kCommunicationConfig.
 const Simulator::OpModel& Simulator::collective_model(StageState& s, int op,
                                                       const model::Region& region) {
   OpModel& m = s.ops.at(op);
   const std::string_view kind = s.graph->op(op).kind->name();
-  const std::string_view timed = kind == "all-reduce-residual" ? "all-reduce" : kind;
-  const auto it = std::find_if(collective_fits_.begin(), collective_fits_.end(),
-                               [&](const auto& f) { return f.first == timed; });
-  if (it == collective_fits_.end()) {
-    throw Error(where(s, op) + ": no " + std::string(timed) +
+  const model::CollectiveBenchmark* benchmark = profile_.micro.collective(kind);
+  if (benchmark == nullptr) {
+    throw Error(where(s, op) + ": no " + std::string(kind == "all-gather" ? kind : "all-reduce") +
                 " benchmark in the profile (micro.collectives; needed by " + region_text(region) +
                 ", which runs the collective as communication tasks)");
   }
+  const std::string_view timed = benchmark->kind;
+  const auto it = std::find_if(collective_fits_.begin(), collective_fits_.end(),
+                               [&](const auto& f) { return f.first == timed; });
   if (!(it->second.link_bytes_per_ns > 0)) {
     throw Error(where(s, op) + ": the profile's " + std::string(timed) +
                 " benchmark (micro.collectives) fits no link bandwidth (one message size, or "
                 "times that do not grow with it; needed by " +
                 region_text(region) + ")");
   }
-  const model::Graph& g = *s.graph;
-  const int64_t tiles = g.op(op).tiling.count();
-  double bytes = 0, estimate = 0;
-  for (int64_t t = 0; t < tiles; ++t) {
-    const model::TaskId id = g.task_id(op, t);
-    const model::TileCost c = g.task_cost(id);
-    s.task_bytes[id] = static_cast<double>(c.bytes_read + c.bytes_written);
-    s.task_estimate[id] = static_cast<double>(model::schedule_cost_estimate_ns(c));
-    bytes += s.task_bytes[id];
-    estimate += s.task_estimate[id];
-  }
-  m.mean_bytes = bytes / static_cast<double>(tiles);
-  m.mean_estimate = estimate / static_cast<double>(tiles);
+  measure_tasks(s, op, m);
   m.fit.solo_ns = it->second.latency_ns;
   m.fit.shared_ns = m.mean_bytes / profile_.device.copy_bandwidth_gb_per_s;
   m.link = it->second;

@@ -143,6 +143,9 @@ class Simulator {
                                                    const model::Graph& target);
   const OpModel& op_model(StageState& s, int op, const model::Region& region);
   const OpModel& collective_model(StageState& s, int op, const model::Region& region);
+  // The op's tasks' bytes and schedule estimates (StageState::task_bytes, task_estimate), and
+  // their means into m.
+  void measure_tasks(StageState& s, int op, OpModel& m);
   // An mk region's runtime startup before its first task, at `ctas` CTAs (TaskBenchmark::
   // startup_ns of its first op, or for a collective the stage's nearest op that is not one);
   // none where not measured.
