@@ -179,13 +179,20 @@ Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t ba
   }
   build::StageBuilder b(stage, batch, tp);
   // Tensor parallel: the embedding table and the head are sliced by vocabulary (each rank holds
-  // vocab / tp rows; its embedding writes zeros for the ids of other ranks and an all-reduce
-  // sums them; its head writes its share of the logits and an all-gather joins them).
+  // vocab / tp rows; its lookup, embedding-shard, writes zeros for the ids of other ranks, told
+  // its rank by the stage input tp_rank, and an all-reduce sums them; its head writes its share
+  // of the logits and an all-gather joins them).
   const int64_t vocab = c.vocab_size / tp;
   const int ids = b.input("token_ids", DType::i32, {b.rows()});
   const int table = b.weight("model.embed_tokens.weight", {vocab, c.hidden_size});
   int x = b.activation(tp > 1 ? "embed_partial" : "embed", c.hidden_size);
-  b.add("embed", "embedding", {ids}, {table}, x, b.row_tiling(c.hidden_size, c.hidden_size));
+  if (tp > 1) {
+    const int rank = b.input("tp_rank", DType::i32, {1});
+    b.add("embed", "embedding-shard", {ids, rank}, {table}, x,
+          b.row_tiling(c.hidden_size, c.hidden_size));
+  } else {
+    b.add("embed", "embedding", {ids}, {table}, x, b.row_tiling(c.hidden_size, c.hidden_size));
+  }
   if (tp > 1) {
     const int summed = b.activation("embed", c.hidden_size);
     b.add("embed_all_reduce", "all-reduce", {x}, {}, summed, b.elementwise_tiling(c.hidden_size),

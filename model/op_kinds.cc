@@ -38,6 +38,24 @@ class Embedding final : public Kind {
   }
 };
 
+// embedding-shard: one rank's lookup in a table sliced by vocabulary under tensor parallel (the
+// rank's `rows` consecutive ids of the full table, from rank * rows): out[t, :] = table[ids[t] -
+// rank * rows, :] where that falls in the rank's rows, zeros elsewhere, so that an all-reduce of
+// the ranks' outputs is the full lookup. Input 1 is the rank (i32, one value, a stage input):
+// every rank runs the same graph.
+class EmbeddingShard final : public Kind {
+ public:
+  EmbeddingShard() : Kind("embedding-shard", {Access::one_to_one, Access::full_row}) {}
+  std::vector<Box> input_boxes(const Op&, const Graph&, int input, const Box& out) const override {
+    if (input == 1) return {Box{0, 1, 0, 1}};
+    return {Box{out.row_begin, out.row_end, 0, 1}};
+  }
+  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
+    return {4 + out.rows() * 4 + out.rows() * out.cols() * kBf16, out.rows() * out.cols() * kBf16,
+            0};
+  }
+};
+
 // rmsnorm: y = x / rms(x) * w over the feature axis. With attr "select_stride" S > 1, output
 // row r normalizes input row r*S + S-1: the last position of each sequence, all that the
 // language-model head needs for the first token.
@@ -422,6 +440,7 @@ int64_t step_entries(const Graph& graph, const Op& op) {
 
 void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Embedding>());
+  kinds.push_back(std::make_unique<EmbeddingShard>());
   kinds.push_back(std::make_unique<RmsNorm>());
   kinds.push_back(std::make_unique<Linear>("linear"));
   kinds.push_back(std::make_unique<QkNorm>());

@@ -238,7 +238,7 @@ TEST(ModelTest, OpKindRegistryKnowsEveryBuiltinKind) {
   for (const char* kind :
        {"embedding", "rmsnorm", "linear", "qk-norm", "rope", "kv-append", "attention",
         "qkv-attention", "silu-mul", "residual-add", "norm-linear", "linear-residual", "lm-head",
-        "argmax", "all-reduce", "all-reduce-residual", "all-gather"}) {
+        "argmax", "embedding-shard", "all-reduce", "all-reduce-residual", "all-gather"}) {
     EXPECT_NE(find_op_kind(kind), nullptr) << kind;
   }
   EXPECT_EQ(find_op_kind("conv1d-but-not-registered"), nullptr);
@@ -288,6 +288,11 @@ TEST(TensorParallelGraphTest, DecodeLayersSliceMegatronStyle) {
   // an all-gather of the logits before the argmax.
   EXPECT_EQ(g.tensor(op_named(g, "embed").weights[0]).shape, (std::vector<int64_t>{64128, 2048}));
   EXPECT_EQ(std::string(op_named(g, "embed_all_reduce").kind->name()), "all-reduce");
+  // Every rank runs this graph: the lookup learns its rank, and so its ids, from a stage input.
+  const Op& embed = op_named(g, "embed");
+  EXPECT_EQ(std::string(embed.kind->name()), "embedding-shard");
+  EXPECT_EQ(g.tensor(embed.inputs.at(1)).name, "tp_rank");
+  EXPECT_EQ(g.tensor(embed.inputs.at(1)).role, TensorRole::input);
   EXPECT_EQ(g.tensor(op_named(g, "lm_head").output).shape, (std::vector<int64_t>{4, 64128}));
   const Op& gather = op_named(g, "lm_head_all_gather");
   EXPECT_EQ(g.tensor(gather.output).shape, (std::vector<int64_t>{4, 128256}));
