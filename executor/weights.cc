@@ -320,6 +320,47 @@ int64_t HostWeights::total_bytes() const {
   return bytes;
 }
 
+HostWeights HostWeights::rank(const model::Graph& rank_graph, int64_t tp, int64_t rank) const {
+  if (tp < 1 || rank < 0 || rank >= tp) {
+    throw Error("weights of rank " + std::to_string(rank) + " of " + std::to_string(tp) +
+                " GPUs: no such rank");
+  }
+  HostWeights out(source_ + ", rank " + std::to_string(rank) + " of " + std::to_string(tp));
+  for (const model::Tensor& t : rank_graph.tensors()) {
+    if (t.role != model::TensorRole::weight || out.find(t.name) != nullptr) continue;
+    const HostTensor& full = at(t.name);
+    const std::vector<int64_t>& f = full.shape();
+    if (f == t.shape) {
+      out.add(t.name, full);
+      continue;
+    }
+    const bool rows =
+        f.size() == 2 && t.shape.size() == 2 && t.shape[0] * tp == f[0] && t.shape[1] == f[1];
+    const bool cols =
+        f.size() == 2 && t.shape.size() == 2 && t.shape[0] == f[0] && t.shape[1] * tp == f[1];
+    if (!rows && !cols) {
+      throw Error(t.name + ": " + source_ + " has " + shape_text(f) + ", rank " +
+                  std::to_string(rank) + " of " + std::to_string(tp) + " GPUs needs " +
+                  shape_text(t.shape) + ", which is neither its rows nor its columns split " +
+                  std::to_string(tp) + " ways");
+    }
+    const std::span<const uint16_t> v = full.values();
+    std::vector<uint16_t> slice;
+    slice.reserve(static_cast<size_t>(t.shape[0] * t.shape[1]));
+    if (rows) {
+      const int64_t begin = rank * t.shape[0] * f[1];
+      slice.assign(v.begin() + begin, v.begin() + begin + t.shape[0] * f[1]);
+    } else {
+      for (int64_t r = 0; r < f[0]; ++r) {
+        const auto row = v.begin() + r * f[1] + rank * t.shape[1];
+        slice.insert(slice.end(), row, row + t.shape[1]);
+      }
+    }
+    out.add(t.name, HostTensor(t.shape, std::move(slice)));
+  }
+  return out;
+}
+
 void HostWeights::check(const model::Graph& graph) const {
   std::vector<std::string> mismatched;
   std::vector<std::string> missing;

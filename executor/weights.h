@@ -85,6 +85,14 @@ class HostWeights {
   // ignored.
   void check(const model::Graph& graph) const;
 
+  // Rank `rank`'s slices of the weights `rank_graph` names (one rank's graph of tensor parallel
+  // over `tp` GPUs, model::build_graph), cut from these full ones as the graph's shapes say: a
+  // tensor of its full shape is every rank's; one of tp times fewer rows holds rows [rank * rows,
+  // (rank + 1) * rows) (column-parallel linears, tables sliced by vocabulary); one of tp times
+  // fewer columns those columns (row-parallel linears). Throws naming a tensor that is missing or
+  // whose shape is none of these.
+  HostWeights rank(const model::Graph& rank_graph, int64_t tp, int64_t rank) const;
+
  private:
   struct Unsupported {
     safetensors::Dtype dtype;

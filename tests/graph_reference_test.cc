@@ -390,6 +390,128 @@ TEST(GraphReference, TinyQwen3StagesMatchModelReference) {
   expect_stages_match_model_reference("tiny-qwen3", 2, 6);
 }
 
+// ---- Tensor parallel: one rank's graphs, every rank at once, against one GPU's ---------------
+
+// A prefill stage's KV caches (batch, prompt_len, row) moved into a decode stage's (batch,
+// prompt_len + 1, row), the last position empty (NaN), as a step after the prompt reads them.
+TensorValues decode_caches(const Graph& decode, const TensorValues& prefilled, int64_t batch,
+                           int64_t prompt_len) {
+  TensorValues caches;
+  for (const model::Tensor& t : decode.tensors()) {
+    if (t.role != TensorRole::state) continue;
+    const std::vector<double>& filled = prefilled.at(t.name);
+    const int64_t row = t.shape.at(2), capacity = t.shape.at(1);
+    std::vector<double>& state = caches[t.name];
+    state.assign(t.elements(), NAN);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::copy_n(filled.begin() + b * prompt_len * row, prompt_len * row,
+                  state.begin() + b * capacity * row);
+    }
+  }
+  return caches;
+}
+
+// The largest |a - b| over the largest |b|.
+double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(a.at(i) - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+// Prefill, then one decode step, of one GPU's graphs and of `tp` ranks' graphs (each rank its
+// slices of the same weights, its KV heads' caches): every rank's logits match one GPU's within
+// what bf16 rounding of the ranks' partial sums moves them (each row-parallel linear rounds its
+// rank's share before the all-reduce adds them, where one GPU rounds the whole sum once), and
+// the ranks agree with each other exactly. A rank given another's slices, or a lookup blind to
+// its rank, is off by the logits' own size.
+double tensor_parallel_error(const model::ModelSpec& spec, int64_t batch, int64_t prompt_len,
+                             int64_t tp) {
+  const model::Scenario one = model::make_scenario(spec, batch, prompt_len);
+  const model::Scenario sliced = model::make_scenario(spec, batch, prompt_len, 0, tp);
+  const executor::HostWeights full = executor::HostWeights::random(spec, 29);
+  const Weights w = widened(full);
+
+  std::vector<double> prompt(batch * prompt_len);
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    prompt[i] = static_cast<double>((i * 37 + 11) % spec.decoder.vocab_size);
+  }
+  double error = 0;
+  TensorValues one_state;
+  std::vector<TensorValues> rank_state;
+  std::vector<double> fed;
+  for (const std::string stage : {"prefill", "decode"}) {
+    SCOPED_TRACE(stage);
+    const Graph g1 = model::build_graph(spec, one, stage);
+    const Graph gr = model::build_graph(spec, sliced, stage);
+    const std::vector<double>& ids = stage == "prefill" ? prompt : fed;
+    const TensorValues want = evaluate_graph(g1, w, {{"token_ids", ids}}, one_state);
+    std::vector<Weights> weights;
+    std::vector<TensorValues> inputs;
+    for (int64_t r = 0; r < tp; ++r) {
+      weights.push_back(widened(full.rank(gr, tp, r)));
+      inputs.push_back({{"token_ids", ids}, {"tp_rank", {static_cast<double>(r)}}});
+    }
+    const std::vector<TensorValues> got = evaluate_ranks(gr, weights, inputs, rank_state);
+    for (int64_t r = 0; r < tp; ++r) {
+      EXPECT_EQ(got[r].at("logits"), got[0].at("logits")) << "rank " << r;
+      EXPECT_EQ(got[r].at("next_token"), got[0].at("next_token")) << "rank " << r;
+    }
+    error = std::max(error, relative_error(got[0].at("logits"), want.at("logits")));
+    if (stage == "prefill") {
+      // Each decodes what one GPU picked, so that both read the same tokens.
+      fed = want.at("next_token");
+      const Graph d1 = model::build_graph(spec, one, "decode");
+      const Graph dr = model::build_graph(spec, sliced, "decode");
+      one_state = decode_caches(d1, want, batch, prompt_len);
+      for (int64_t r = 0; r < tp; ++r) {
+        rank_state.push_back(decode_caches(dr, got[r], batch, prompt_len));
+      }
+    }
+  }
+  return error;
+}
+
+TEST(GraphReference, TensorParallelRanksMatchOneGpu) {
+  // tiny-llama (tied embedding and head) over 2 GPUs; tiny-qwen3 (qk-norm, its own head) with a
+  // vocabulary of 256 so that it slices, over 2 (its 2 KV heads allow no more).
+  model::ModelSpec qwen = model::load_model("tiny-qwen3");
+  nlohmann::json config = qwen.config;
+  config["vocab_size"] = 256;
+  qwen = model::parse_model(config, "tiny-qwen3, vocabulary 256", "test");
+  for (const auto& [spec, tp] :
+       {std::pair{model::load_model("tiny-llama"), int64_t{2}}, std::pair{qwen, int64_t{2}}}) {
+    SCOPED_TRACE(spec.name + " tp " + std::to_string(tp));
+    const double error = tensor_parallel_error(spec, 2, 6, tp);
+    std::printf("%s over %lld GPUs: logits within %.2e of one GPU's (relative)\n",
+                spec.name.c_str(), static_cast<long long>(tp), error);
+    EXPECT_LT(error, 2e-2);
+  }
+}
+
+// One rank's graph alone cannot be evaluated past its first collective; the ranks together must
+// be as many as its collectives' ranks.
+TEST(GraphReference, CollectivesNeedEveryRank) {
+  const model::ModelSpec spec = model::load_model("tiny-llama");
+  const Graph g = model::build_graph(spec, model::make_scenario(spec, 1, 4, 0, 2), "prefill");
+  const executor::HostWeights full = executor::HostWeights::random(spec, 3);
+  const Weights w = widened(full.rank(g, 2, 0));
+  const TensorValues inputs{{"token_ids", {1, 2, 3, 4}}, {"tp_rank", {0}}};
+  EXPECT_EQ(error_of([&] { evaluate_graph(g, w, inputs); }),
+            "reference: op embed_all_reduce (all-reduce): a collective reads every rank's "
+            "values: evaluate the ranks together");
+  const std::vector<Weights> one{w};
+  const std::vector<TensorValues> one_input{inputs};
+  EXPECT_EQ(error_of([&] { evaluate_ranks(g, one, one_input); }),
+            "reference: op embed_all_reduce is a collective of 2 ranks, evaluated over 1");
+  const std::vector<TensorValues> two_inputs{inputs, inputs};
+  EXPECT_EQ(error_of([&] { evaluate_ranks(g, one, two_inputs); }),
+            "reference: the ranks' weights, inputs and state number 1, 2 and 0 (state may be left "
+            "out: none)");
+}
+
 // Every stage of the tiny TTS pipelines evaluates, from inputs the ops accept, to finite
 // values; a stage after the prompt reads a cache filled before it.
 TEST(GraphReference, EveryTinyTtsStageEvaluatesToFiniteValues) {

@@ -541,6 +541,55 @@ TEST(HostWeightsCheck, NamesShapeMismatchesAndMissingTensors) {
       contains(message, "\n  missing: model.layers.0.self_attn.q_proj.weight model.norm.weight"));
 }
 
+// A rank's slices under tensor parallel: rows of column-parallel linears and of the vocabulary-
+// sliced table, columns of row-parallel linears, norms whole; each value where the full tensor
+// has it.
+TEST(HostWeightsRank, SlicesAsTheRankGraphsShapesSay) {
+  const model::ModelSpec spec = tiny("tiny-llama");
+  const HostWeights full = HostWeights::random(spec, 1);
+  const model::Graph g =
+      model::build_graph(spec, model::make_scenario(spec, 1, 16, 0, 2), "decode");
+  const HostWeights r1 = full.rank(g, 2, 1);
+  EXPECT_EQ(r1.source(), "random weights (seed 1), rank 1 of 2");
+  auto value = [](const HostTensor& t, int64_t row, int64_t col) {
+    return t.values()[row * t.shape()[1] + col];
+  };
+  // q_proj (4 heads of 16 over 64): rank 1 holds heads 2 and 3, rows 32..63.
+  const HostTensor& q = r1.at("model.layers.0.self_attn.q_proj.weight");
+  const HostTensor& q_full = full.at("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(q.shape(), (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(value(q, 0, 5), value(q_full, 32, 5));
+  // o_proj (64 out, 64 in): rank 1 holds input columns 32..63.
+  const HostTensor& o = r1.at("model.layers.0.self_attn.o_proj.weight");
+  const HostTensor& o_full = full.at("model.layers.0.self_attn.o_proj.weight");
+  EXPECT_EQ(o.shape(), (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(value(o, 7, 3), value(o_full, 7, 35));
+  // The table (300 ids): rank 1 holds ids 150..299.
+  const HostTensor& table = r1.at("model.embed_tokens.weight");
+  EXPECT_EQ(table.shape(), (std::vector<int64_t>{150, 64}));
+  EXPECT_EQ(value(table, 0, 0), value(full.at("model.embed_tokens.weight"), 150, 0));
+  // A norm is every rank's, the same values.
+  EXPECT_EQ(r1.at("model.norm.weight").values().data(),
+            full.at("model.norm.weight").values().data());
+  EXPECT_NO_THROW(r1.check(g));
+}
+
+TEST(HostWeightsRank, RefusesNoSuchRankAndShapesNoSplitGives) {
+  const model::ModelSpec spec = tiny("tiny-llama");
+  const HostWeights full = HostWeights::random(spec, 1);
+  const model::Graph g =
+      model::build_graph(spec, model::make_scenario(spec, 1, 16, 0, 2), "decode");
+  EXPECT_EQ(error_of([&] { full.rank(g, 2, 2); }), "weights of rank 2 of 2 GPUs: no such rank");
+  // Weights of another model (its q_proj 48 rows): no split of 2 gives the rank's 32.
+  HostWeights other("ckpt");
+  for (const auto& [name, t] : full.tensors()) other.add(name, t);
+  other.add("model.layers.0.self_attn.q_proj.weight",
+            HostTensor({48, 64}, std::vector<uint16_t>(48 * 64, 0x3f80)));
+  EXPECT_EQ(error_of([&] { other.rank(g, 2, 0); }),
+            "model.layers.0.self_attn.q_proj.weight: ckpt has [48, 64], rank 0 of 2 GPUs needs "
+            "[32, 64], which is neither its rows nor its columns split 2 ways");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Loading and saving checkpoints.
 

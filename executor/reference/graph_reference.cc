@@ -63,6 +63,9 @@ class Interpreter {
   }
 
   Value& value(int tensor) { return values_.at(tensor); }
+  const std::string& input_name(const Op& op, int k) const {
+    return g_.tensor(op.inputs.at(k)).name;
+  }
 
   // The op's output from float64 values: rounded as its dtype is stored.
   void store(const Op& op, const std::vector<double>& out) {
@@ -286,13 +289,51 @@ void attention_op(Interpreter& in, const Graph& g, const Op& op) {
 }
 
 // step-embedding and step-head: the step (input 1, one i32 value) picks the rows of the
-// stacked tables or heads.
+// stacked tables or heads; embedding-shard's input 1, the rank, its rows of the vocabulary.
 int32_t step_of(Interpreter& in, const Op& op) {
   const std::span<const int32_t> step = in.ids(op, 1);
   if (step.size() != 1) {
-    throw Error("the step input holds " + str(static_cast<int64_t>(step.size())) + " values");
+    throw Error("input '" + in.input_name(op, 1) + "' holds " +
+                str(static_cast<int64_t>(step.size())) + " values, the kind reads one");
   }
   return step[0];
+}
+
+// A collective across the ranks' interpreters (one each, the same graph): all-reduce sums input
+// 0 over the ranks (all-reduce-residual then adds input 1, the same on every rank), in float64,
+// each rank's output rounded as its dtype is stored; all-gather puts rank r's rows of input 0
+// side by side, rank r's in columns [r * cols, (r + 1) * cols).
+void evaluate_collective(std::span<Interpreter> ranks, const Op& op) {
+  const std::string_view kind = op.kind->name();
+  const std::span<const float> first = ranks.front().in(op, 0);
+  const int64_t cols = ranks.front().in_cols(op, 0);
+  const int64_t rows = static_cast<int64_t>(first.size()) / cols;
+  std::vector<double> out;
+  if (kind == "all-gather") {
+    const int64_t n = static_cast<int64_t>(ranks.size());
+    out.assign(rows * cols * n, 0.0);
+    for (int64_t r = 0; r < n; ++r) {
+      const std::span<const float> x = ranks[r].in(op, 0);
+      for (int64_t row = 0; row < rows; ++row) {
+        std::copy_n(x.begin() + row * cols, cols, out.begin() + (row * n + r) * cols);
+      }
+    }
+  } else {
+    out.assign(first.size(), 0.0);
+    for (Interpreter& rank : ranks) {
+      const std::span<const float> x = rank.in(op, 0);
+      for (size_t i = 0; i < x.size(); ++i) out[i] += x[i];
+    }
+    if (kind == "all-reduce-residual") {
+      const std::span<const float> residual = ranks.front().in(op, 1);
+      if (residual.size() != out.size()) {
+        throw Error("residual holds " + str(static_cast<int64_t>(residual.size())) +
+                    " values, the sum " + str(static_cast<int64_t>(out.size())));
+      }
+      for (size_t i = 0; i < out.size(); ++i) out[i] += residual[i];
+    }
+  }
+  for (Interpreter& rank : ranks) rank.store(op, out);
 }
 
 void conv1d_op(Interpreter& in, const Op& op) {
@@ -324,6 +365,11 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   const std::string_view kind = op.kind->name();
   if (kind == "embedding") {
     in.store(op, embedding(in.ids(op, 0), in.weight(op, 0), in.weight_tensor(op, 0).shape.back()));
+  } else if (kind == "embedding-shard") {
+    in.store(op, embedding_shard(in.ids(op, 0), in.weight(op, 0),
+                                 in.weight_tensor(op, 0).shape.back(), step_of(in, op)));
+  } else if (model::is_collective(op)) {
+    throw Error("a collective reads every rank's values: evaluate the ranks together");
   } else if (kind == "rmsnorm") {
     const int64_t stride = op.attrs.has("select_stride") ? op.attrs.i("select_stride") : 1;
     in.store(op,
@@ -407,11 +453,9 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   }
 }
 
-}  // namespace
-
-TensorValues evaluate_graph(const Graph& graph, const Weights& weights, const TensorValues& inputs,
-                            const TensorValues& state) {
-  Interpreter in(graph, weights);
+// The non-weight tensors by name, inputs and state stored as given: the interpreter's start.
+std::map<std::string_view, int> start(Interpreter& in, const Graph& graph,
+                                      const TensorValues& inputs, const TensorValues& state) {
   std::map<std::string_view, int> names;  // non-weight tensors
   for (int id = 0; id < static_cast<int>(graph.tensors().size()); ++id) {
     const Tensor& t = graph.tensor(id);
@@ -444,16 +488,12 @@ TensorValues evaluate_graph(const Graph& graph, const Weights& weights, const Te
       }
     }
   }
+  return names;
+}
 
-  for (const Op& op : graph.ops()) {
-    try {
-      evaluate_op(in, graph, op);
-    } catch (const Error& e) {
-      throw Error("reference: op " + op.name + " (" + std::string(op.kind->name()) +
-                  "): " + e.what());
-    }
-  }
-
+// Every named tensor's values once the graph ran.
+TensorValues collect(Interpreter& in, const Graph& graph,
+                     const std::map<std::string_view, int>& names) {
   TensorValues out;
   for (const auto& [name, id] : names) {
     const Value& v = in.value(id);
@@ -465,6 +505,61 @@ TensorValues evaluate_graph(const Graph& graph, const Weights& weights, const Te
       values.assign(v.f.begin(), v.f.end());
     }
   }
+  return out;
+}
+
+// Runs `step` for op, naming the op in what it throws.
+template <class Step>
+void named(const Op& op, Step&& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    throw Error("reference: op " + op.name + " (" + std::string(op.kind->name()) +
+                "): " + e.what());
+  }
+}
+
+}  // namespace
+
+TensorValues evaluate_graph(const Graph& graph, const Weights& weights, const TensorValues& inputs,
+                            const TensorValues& state) {
+  Interpreter in(graph, weights);
+  const std::map<std::string_view, int> names = start(in, graph, inputs, state);
+  for (const Op& op : graph.ops()) named(op, [&] { evaluate_op(in, graph, op); });
+  return collect(in, graph, names);
+}
+
+std::vector<TensorValues> evaluate_ranks(const Graph& graph, std::span<const Weights> weights,
+                                         std::span<const TensorValues> inputs,
+                                         std::span<const TensorValues> state) {
+  const size_t n = weights.size();
+  if (n == 0 || inputs.size() != n || (!state.empty() && state.size() != n)) {
+    throw Error("reference: the ranks' weights, inputs and state number " +
+                str(static_cast<int64_t>(n)) + ", " + str(static_cast<int64_t>(inputs.size())) +
+                " and " + str(static_cast<int64_t>(state.size())) +
+                " (state may be left out: none)");
+  }
+  std::vector<Interpreter> ranks;
+  ranks.reserve(n);
+  std::vector<std::map<std::string_view, int>> names;
+  const TensorValues none;
+  for (size_t r = 0; r < n; ++r) {
+    ranks.emplace_back(graph, weights[r]);
+    names.push_back(start(ranks[r], graph, inputs[r], state.empty() ? none : state[r]));
+  }
+  for (const Op& op : graph.ops()) {
+    if (model::is_collective(op)) {
+      if (op.attrs.i("ranks") != static_cast<int64_t>(n)) {
+        throw Error("reference: op " + op.name + " is a collective of " + str(op.attrs.i("ranks")) +
+                    " ranks, evaluated over " + str(static_cast<int64_t>(n)));
+      }
+      named(op, [&] { evaluate_collective(ranks, op); });
+    } else {
+      for (Interpreter& rank : ranks) named(op, [&] { evaluate_op(rank, graph, op); });
+    }
+  }
+  std::vector<TensorValues> out;
+  for (size_t r = 0; r < n; ++r) out.push_back(collect(ranks[r], graph, names[r]));
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,15 @@ using TensorValues = std::map<std::string, std::vector<double>, std::less<>>;
 TensorValues evaluate_graph(const model::Graph& graph,
                             const std::map<std::string, std::vector<float>>& weights,
                             const TensorValues& inputs, const TensorValues& state = {});
+
+// One rank's graph of tensor parallel (model::build_graph with Scenario::tp = the ranks given),
+// evaluated for every rank at once, op by op: each rank with its own weights (its slices,
+// executor::HostWeights::rank), inputs (its tp_rank among them) and state (KV caches of its KV
+// heads; empty for none), and each collective over the ranks' values (all-reduce: their sum in
+// float64; all-gather: rank r's columns r-th). Returns each rank's values as evaluate_graph
+// does. evaluate_graph refuses a collective, naming the op.
+std::vector<TensorValues> evaluate_ranks(
+    const model::Graph& graph, std::span<const std::map<std::string, std::vector<float>>> weights,
+    std::span<const TensorValues> inputs, std::span<const TensorValues> state = {});
 
 }  // namespace megacut::reference

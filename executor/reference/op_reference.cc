@@ -103,6 +103,21 @@ std::vector<double> embedding(std::span<const int32_t> ids, std::span<const floa
   return out;
 }
 
+std::vector<double> embedding_shard(std::span<const int32_t> ids, std::span<const float> table,
+                                    int64_t hidden, int32_t rank) {
+  const int64_t rows = rows_of(table, hidden, "embedding table");
+  if (rank < 0) throw Error("reference: rank " + std::to_string(rank) + " is negative");
+  std::vector<double> out(ids.size() * hidden, 0.0);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0) throw Error("reference: token id " + std::to_string(ids[t]) + " is negative");
+    const int64_t row = ids[t] - rank * rows;
+    if (row >= 0 && row < rows) {
+      std::copy_n(table.begin() + row * hidden, hidden, out.begin() + t * hidden);
+    }
+  }
+  return out;
+}
+
 std::vector<double> rmsnorm(std::span<const float> x, int64_t cols, std::span<const float> weight,
                             double eps, int64_t select_stride) {
   const int64_t rows_in = rows_of(x, cols, "rmsnorm input");

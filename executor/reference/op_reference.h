@@ -47,6 +47,12 @@ struct RopeParams {
 std::vector<double> embedding(std::span<const int32_t> ids, std::span<const float> table,
                               int64_t hidden);
 
+// One rank's lookup in a table sliced by vocabulary (embedding-shard): the table holds ids
+// [rank * rows, (rank + 1) * rows) of the full vocabulary; other ids give zeros. Throws for a
+// negative id or rank.
+std::vector<double> embedding_shard(std::span<const int32_t> ids, std::span<const float> table,
+                                    int64_t hidden, int32_t rank);
+
 // HF RMSNorm: y = round_bf16(x * rsqrt(mean(x^2) + eps)) * w per row of x (rows_in, cols).
 // With select_stride S > 1, output row r normalizes input row r*S + S-1 (rows_in / S rows out).
 std::vector<double> rmsnorm(std::span<const float> x, int64_t cols, std::span<const float> weight,
