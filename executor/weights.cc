@@ -325,6 +325,16 @@ HostWeights HostWeights::rank(const model::Graph& rank_graph, int64_t tp, int64_
     throw Error("weights of rank " + std::to_string(rank) + " of " + std::to_string(tp) +
                 " GPUs: no such rank");
   }
+  // The graph's own degree: its collectives' ranks (none: one GPU's).
+  int64_t degree = 1;
+  for (const model::Op& op : rank_graph.ops()) {
+    if (op.attrs.has("ranks")) degree = op.attrs.i("ranks");
+  }
+  if (degree != tp) {
+    throw Error("weights of rank " + std::to_string(rank) + " of " + std::to_string(tp) +
+                " GPUs: the " + rank_graph.stage() + " graph is one rank's of " +
+                std::to_string(degree) + (degree == 1 ? " GPU" : " GPUs"));
+  }
   HostWeights out(source_ + ", rank " + std::to_string(rank) + " of " + std::to_string(tp));
   for (const model::Tensor& t : rank_graph.tensors()) {
     if (t.role != model::TensorRole::weight || out.find(t.name) != nullptr) continue;

@@ -189,7 +189,7 @@ Graph build_decoder_stage(const DecoderConfig& c, const Stage& stage, int64_t ba
   if (tp > 1) {
     const int rank = b.input("tp_rank", DType::i32, {1});
     b.add("embed", "embedding-shard", {ids, rank}, {table}, x,
-          b.row_tiling(c.hidden_size, c.hidden_size));
+          b.row_tiling(c.hidden_size, c.hidden_size), {{"ranks", double(tp)}});
   } else {
     b.add("embed", "embedding", {ids}, {table}, x, b.row_tiling(c.hidden_size, c.hidden_size));
   }

@@ -24,9 +24,7 @@ Box all_cols(const Graph& graph, int tensor, int64_t row_begin, int64_t row_end)
   return Box{row_begin, row_end, 0, cols_of(graph, tensor)};
 }
 
-// embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input). Under
-// tensor parallel the table is one rank's rows of the vocabulary, and ids of other ranks' rows
-// give zeros (an all-reduce sums the ranks').
+// embedding: out[t, :] = table[ids[t], :]. Input 0: token ids (i32, a stage input).
 class Embedding final : public Kind {
  public:
   Embedding() : Kind("embedding", {Access::one_to_one}) {}
@@ -38,11 +36,11 @@ class Embedding final : public Kind {
   }
 };
 
-// embedding-shard: one rank's lookup in a table sliced by vocabulary under tensor parallel (the
-// rank's `rows` consecutive ids of the full table, from rank * rows): out[t, :] = table[ids[t] -
-// rank * rows, :] where that falls in the rank's rows, zeros elsewhere, so that an all-reduce of
-// the ranks' outputs is the full lookup. Input 1 is the rank (i32, one value, a stage input):
-// every rank runs the same graph.
+// embedding-shard: one rank's lookup in a table sliced by vocabulary under tensor parallel (attr
+// "ranks"; the rank's `rows` consecutive ids of the full table, from rank * rows): out[t, :] =
+// table[ids[t] - rank * rows, :] where that falls in the rank's rows, zeros elsewhere, so that an
+// all-reduce of the ranks' outputs is the full lookup. Input 1 is the rank (i32, one value, a
+// stage input): every rank runs the same graph.
 class EmbeddingShard final : public Kind {
  public:
   EmbeddingShard() : Kind("embedding-shard", {Access::one_to_one, Access::full_row}) {}

@@ -421,12 +421,25 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& b
   return diff / scale;
 }
 
+// Columns [begin, begin + count) of every row of `values`, rows of `cols` columns.
+std::vector<double> columns(const std::vector<double>& values, int64_t cols, int64_t begin,
+                            int64_t count) {
+  std::vector<double> out;
+  for (size_t row = 0; row < values.size() / cols; ++row) {
+    out.insert(out.end(), values.begin() + row * cols + begin,
+               values.begin() + row * cols + begin + count);
+  }
+  return out;
+}
+
 // Prefill, then one decode step, of one GPU's graphs and of `tp` ranks' graphs (each rank its
-// slices of the same weights, its KV heads' caches): every rank's logits match one GPU's within
-// what bf16 rounding of the ranks' partial sums moves them (each row-parallel linear rounds its
-// rank's share before the all-reduce adds them, where one GPU rounds the whole sum once), and
-// the ranks agree with each other exactly. A rank given another's slices, or a lookup blind to
-// its rank, is off by the logits' own size.
+// slices of the same weights, its KV heads' caches). Up to the first row-parallel linear a rank
+// computes exactly one GPU's values for its heads: its first layer's KV cache and attention
+// output are those columns of one GPU's, bit for bit (a head or a slice misplaced breaks that).
+// Past it the ranks' sums round to bf16 in other places than one GPU's (partial products, then
+// their sum and the residual), so the logits only come close: returned, the largest difference
+// over the largest logit. A rank given another's slices, or a lookup blind to its rank, is off
+// by the logits' own size.
 double tensor_parallel_error(const model::ModelSpec& spec, int64_t batch, int64_t prompt_len,
                              int64_t tp) {
   const model::Scenario one = model::make_scenario(spec, batch, prompt_len);
@@ -455,9 +468,20 @@ double tensor_parallel_error(const model::ModelSpec& spec, int64_t batch, int64_
       inputs.push_back({{"token_ids", ids}, {"tp_rank", {static_cast<double>(r)}}});
     }
     const std::vector<TensorValues> got = evaluate_ranks(gr, weights, inputs, rank_state);
+    const model::DecoderConfig& c = spec.decoder;
+    const int64_t hd = c.head_dim, kv = c.num_kv_heads * hd, kv_share = kv / tp;
+    const int64_t q_share = c.num_heads * hd / tp;
     for (int64_t r = 0; r < tp; ++r) {
-      EXPECT_EQ(got[r].at("logits"), got[0].at("logits")) << "rank " << r;
-      EXPECT_EQ(got[r].at("next_token"), got[0].at("next_token")) << "rank " << r;
+      SCOPED_TRACE("rank " + std::to_string(r));
+      // The cache rows hold every KV head's k, then every KV head's v.
+      const std::vector<double>& cache = want.at("layers.0.kv_cache");
+      std::vector<double> k = columns(cache, 2 * kv, r * kv_share, kv_share);
+      const std::vector<double> v = columns(cache, 2 * kv, kv + r * kv_share, kv_share);
+      const std::vector<double>& mine = got[r].at("layers.0.kv_cache");
+      EXPECT_EQ(columns(mine, 2 * kv_share, 0, kv_share), k);
+      EXPECT_EQ(columns(mine, 2 * kv_share, kv_share, kv_share), v);
+      EXPECT_EQ(got[r].at("layers.0.attn"),
+                columns(want.at("layers.0.attn"), c.num_heads * hd, r * q_share, q_share));
     }
     error = std::max(error, relative_error(got[0].at("logits"), want.at("logits")));
     if (stage == "prefill") {
@@ -506,6 +530,14 @@ TEST(GraphReference, CollectivesNeedEveryRank) {
   const std::vector<TensorValues> one_input{inputs};
   EXPECT_EQ(error_of([&] { evaluate_ranks(g, one, one_input); }),
             "reference: op embed_all_reduce is a collective of 2 ranks, evaluated over 1");
+  const std::vector<Weights> two{w, widened(full.rank(g, 2, 1))};
+  const std::vector<TensorValues> swapped{{{"token_ids", {1, 2, 3, 4}}, {"tp_rank", {1}}}, inputs};
+  EXPECT_EQ(error_of([&] { evaluate_ranks(g, two, swapped); }),
+            "reference: the inputs given 0th are not rank 0's (tp_rank): give the ranks in order");
+  const std::vector<TensorValues> far{inputs, {{"token_ids", {1, 2, 300, 4}}, {"tp_rank", {1}}}};
+  EXPECT_EQ(error_of([&] { evaluate_ranks(g, two, far); }),
+            "reference: rank 1, op embed (embedding-shard): reference: token id 300 outside [0, "
+            "300)");
   const std::vector<TensorValues> two_inputs{inputs, inputs};
   EXPECT_EQ(error_of([&] { evaluate_ranks(g, one, two_inputs); }),
             "reference: the ranks' weights, inputs and state number 1, 2 and 0 (state may be left "

@@ -571,6 +571,15 @@ TEST(HostWeightsRank, SlicesAsTheRankGraphsShapesSay) {
   // A norm is every rank's, the same values.
   EXPECT_EQ(r1.at("model.norm.weight").values().data(),
             full.at("model.norm.weight").values().data());
+  // k and v (2 KV heads): one head each; gate and up (160 features): 80 rows; down: 80 columns.
+  const std::string layer = "model.layers.1.";
+  EXPECT_EQ(r1.at(layer + "self_attn.k_proj.weight").shape(), (std::vector<int64_t>{16, 64}));
+  EXPECT_EQ(r1.at(layer + "self_attn.v_proj.weight").shape(), (std::vector<int64_t>{16, 64}));
+  EXPECT_EQ(r1.at(layer + "mlp.gate_proj.weight").shape(), (std::vector<int64_t>{80, 64}));
+  EXPECT_EQ(r1.at(layer + "mlp.up_proj.weight").shape(), (std::vector<int64_t>{80, 64}));
+  const HostTensor& down = r1.at(layer + "mlp.down_proj.weight");
+  EXPECT_EQ(down.shape(), (std::vector<int64_t>{64, 80}));
+  EXPECT_EQ(value(down, 63, 79), value(full.at(layer + "mlp.down_proj.weight"), 63, 159));
   EXPECT_NO_THROW(r1.check(g));
 }
 
@@ -580,6 +589,10 @@ TEST(HostWeightsRank, RefusesNoSuchRankAndShapesNoSplitGives) {
   const model::Graph g =
       model::build_graph(spec, model::make_scenario(spec, 1, 16, 0, 2), "decode");
   EXPECT_EQ(error_of([&] { full.rank(g, 2, 2); }), "weights of rank 2 of 2 GPUs: no such rank");
+  EXPECT_EQ(error_of([&] { full.rank(g, 4, 1); }),
+            "weights of rank 1 of 4 GPUs: the decode graph is one rank's of 2 GPUs");
+  EXPECT_EQ(error_of([&] { full.rank(stage_graph(spec, "decode"), 2, 1); }),
+            "weights of rank 1 of 2 GPUs: the decode graph is one rank's of 1 GPU");
   // Weights of another model (its q_proj 48 rows): no split of 2 gives the rank's 32.
   HostWeights other("ckpt");
   for (const auto& [name, t] : full.tensors()) other.add(name, t);

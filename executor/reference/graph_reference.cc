@@ -366,8 +366,9 @@ void evaluate_op(Interpreter& in, const Graph& g, const Op& op) {
   if (kind == "embedding") {
     in.store(op, embedding(in.ids(op, 0), in.weight(op, 0), in.weight_tensor(op, 0).shape.back()));
   } else if (kind == "embedding-shard") {
-    in.store(op, embedding_shard(in.ids(op, 0), in.weight(op, 0),
-                                 in.weight_tensor(op, 0).shape.back(), step_of(in, op)));
+    in.store(op,
+             embedding_shard(in.ids(op, 0), in.weight(op, 0), in.weight_tensor(op, 0).shape.back(),
+                             step_of(in, op), op.attrs.i("ranks")));
   } else if (model::is_collective(op)) {
     throw Error("a collective reads every rank's values: evaluate the ranks together");
   } else if (kind == "rmsnorm") {
@@ -544,6 +545,13 @@ std::vector<TensorValues> evaluate_ranks(const Graph& graph, std::span<const Wei
   std::vector<std::map<std::string_view, int>> names;
   const TensorValues none;
   for (size_t r = 0; r < n; ++r) {
+    // The all-gather puts rank r's columns r-th: the ranks come in their order.
+    const auto rank = inputs[r].find("tp_rank");
+    if (rank != inputs[r].end() && rank->second != std::vector<double>{static_cast<double>(r)}) {
+      throw Error("reference: the inputs given " + str(static_cast<int64_t>(r)) +
+                  "th are not rank " + str(static_cast<int64_t>(r)) +
+                  "'s (tp_rank): give the ranks in order");
+    }
     ranks.emplace_back(graph, weights[r]);
     names.push_back(start(ranks[r], graph, inputs[r], state.empty() ? none : state[r]));
   }
@@ -555,7 +563,14 @@ std::vector<TensorValues> evaluate_ranks(const Graph& graph, std::span<const Wei
       }
       named(op, [&] { evaluate_collective(ranks, op); });
     } else {
-      for (Interpreter& rank : ranks) named(op, [&] { evaluate_op(rank, graph, op); });
+      for (size_t r = 0; r < n; ++r) {
+        try {
+          evaluate_op(ranks[r], graph, op);
+        } catch (const Error& e) {
+          throw Error("reference: rank " + str(static_cast<int64_t>(r)) + ", op " + op.name + " (" +
+                      std::string(op.kind->name()) + "): " + e.what());
+        }
+      }
     }
   }
   std::vector<TensorValues> out;

@@ -104,12 +104,18 @@ std::vector<double> embedding(std::span<const int32_t> ids, std::span<const floa
 }
 
 std::vector<double> embedding_shard(std::span<const int32_t> ids, std::span<const float> table,
-                                    int64_t hidden, int32_t rank) {
+                                    int64_t hidden, int32_t rank, int64_t ranks) {
   const int64_t rows = rows_of(table, hidden, "embedding table");
-  if (rank < 0) throw Error("reference: rank " + std::to_string(rank) + " is negative");
+  if (rank < 0 || rank >= ranks) {
+    throw Error("reference: rank " + std::to_string(rank) + " outside [0, " +
+                std::to_string(ranks) + ")");
+  }
   std::vector<double> out(ids.size() * hidden, 0.0);
   for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0) throw Error("reference: token id " + std::to_string(ids[t]) + " is negative");
+    if (ids[t] < 0 || ids[t] >= rows * ranks) {
+      throw Error("reference: token id " + std::to_string(ids[t]) + " outside [0, " +
+                  std::to_string(rows * ranks) + ")");
+    }
     const int64_t row = ids[t] - rank * rows;
     if (row >= 0 && row < rows) {
       std::copy_n(table.begin() + row * hidden, hidden, out.begin() + t * hidden);

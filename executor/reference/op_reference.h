@@ -47,11 +47,11 @@ struct RopeParams {
 std::vector<double> embedding(std::span<const int32_t> ids, std::span<const float> table,
                               int64_t hidden);
 
-// One rank's lookup in a table sliced by vocabulary (embedding-shard): the table holds ids
-// [rank * rows, (rank + 1) * rows) of the full vocabulary; other ids give zeros. Throws for a
-// negative id or rank.
+// One rank's lookup in a table sliced by vocabulary over `ranks` ranks (embedding-shard): the
+// table holds ids [rank * rows, (rank + 1) * rows) of the full vocabulary of ranks * rows; other
+// ids give zeros. Throws for a rank outside [0, ranks) or an id outside the full vocabulary.
 std::vector<double> embedding_shard(std::span<const int32_t> ids, std::span<const float> table,
-                                    int64_t hidden, int32_t rank);
+                                    int64_t hidden, int32_t rank, int64_t ranks);
 
 // HF RMSNorm: y = round_bf16(x * rsqrt(mean(x^2) + eps)) * w per row of x (rows_in, cols).
 // With select_stride S > 1, output row r normalizes input row r*S + S-1 (rows_in / S rows out).
