@@ -94,13 +94,13 @@ void write_task_timing(const std::string& path, const executor::ScenarioRunner& 
                 graph.stage().c_str(), c.op_begin, c.op_end, c.grid);
     std::printf("  %4s %-28s %6s %12s %12s %12s %12s %12s %8s\n", "op", "name", "tasks",
                 "first start", "last end", "mean task", "mean wait", "mean signal", "GB/s");
-    double before_end_ns = 0;  // the op before's last end; for the first op, its first start
+    double before_end_ns = 0;  // the latest last end of the ops before
     for (const profiler::OpTimeline& t : timing.ops) {
       const std::string signal =
           t.signaled > 0 ? format_ns(std::llround(t.signal_ns / t.signaled)) : "-";
       // The op's bytes (TileCost: its weights, mostly, in a decode step) over its step of the
-      // region, from the op before's last end to its own: its hop included, and none of the
-      // weights its producer streamed earlier, behind the ops before it.
+      // region, from the ops before's last end (the region's first op: its first start) to its
+      // own: its hop included; bytes its weight stream fetched while they ran count all the same.
       const model::TileCost cost = graph.op_cost(t.op);
       const double from_ns = &t == &timing.ops.front() ? t.first_start_ns : before_end_ns;
       const double step_ns = t.last_end_ns - from_ns;

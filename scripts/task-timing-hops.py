@@ -10,8 +10,8 @@ last task end to this op's first task start, and the way of the op before's last
 end to the signaler seeing it done (notice), the release fence and counter store (fence, to
 publish_ns), publish to this op's first start (wait). All in microseconds. With GRAPH.json
 (`megacut graph --json` of one of the file's stages, same model and batch), that stage's rows also
-give the op's step (the op before's last end to its own, as `megacut run --task-timing` prints
-it) and its bytes over its step in GB/s.
+give the op's step (the last end of the ops before it to its own, as `megacut run --task-timing`
+prints it) and its bytes over its step in GB/s.
 """
 import gzip
 import json
@@ -50,7 +50,7 @@ def main():
                 if i > 0:
                     before = max(by_op[ops[i - 1]], key=lambda t: t["end_ns"])
                     hop = start - before["end_ns"]
-                    step = end - before["end_ns"]
+                    step = end - max(t["end_ns"] for o in ops[:i] for t in by_op[o])
                     if before.get("signal_ns"):
                         notice = before["signal_ns"] - before["end_ns"]
                         fence = before["publish_ns"] - before["signal_ns"]
