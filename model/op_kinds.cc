@@ -36,24 +36,6 @@ class Embedding final : public Kind {
   }
 };
 
-// embedding-shard: one rank's lookup in a table sliced by vocabulary under tensor parallel (attr
-// "ranks"; the rank's `rows` consecutive ids of the full table, from rank * rows): out[t, :] =
-// table[ids[t] - rank * rows, :] where that falls in the rank's rows, zeros elsewhere, so that an
-// all-reduce of the ranks' outputs is the full lookup. Input 1 is the rank (i32, one value, a
-// stage input): every rank runs the same graph.
-class EmbeddingShard final : public Kind {
- public:
-  EmbeddingShard() : Kind("embedding-shard", {Access::one_to_one, Access::full_row}) {}
-  std::vector<Box> input_boxes(const Op&, const Graph&, int input, const Box& out) const override {
-    if (input == 1) return {Box{0, 1, 0, 1}};
-    return {Box{out.row_begin, out.row_end, 0, 1}};
-  }
-  TileCost tile_cost(const Op&, const Graph&, const Box& out) const override {
-    return {4 + out.rows() * 4 + out.rows() * out.cols() * kBf16, out.rows() * out.cols() * kBf16,
-            0};
-  }
-};
-
 // rmsnorm: y = x / rms(x) * w over the feature axis. With attr "select_stride" S > 1, output
 // row r normalizes input row r*S + S-1: the last position of each sequence, all that the
 // language-model head needs for the first token.
@@ -374,9 +356,18 @@ class AllGather final : public Kind {
 // table[s * entries + ids[t] % entries, :], input 0 the ids (i32; a talker's control codes, at
 // or above entries, wrap). step-head: logits = h W_s^T (f32),
 // input 0 the hidden states; only the chosen head's rows are read.
-class StepEmbedding final : public Kind {
+//
+// embedding-shard: one rank's lookup in a table sliced by vocabulary under tensor parallel (attr
+// "ranks"; the rank's `rows` consecutive ids of the full table, from rank * rows): out[t, :] =
+// table[ids[t] - rank * rows, :] where that falls in the rank's rows, zeros elsewhere, so that an
+// all-reduce of the ranks' outputs is the full lookup. Input 1 is the rank (i32, one value, a
+// stage input): every rank runs the same graph.
+//
+// Both are lookups of ids (input 0) whose rows a one-value stage input (input 1) selects.
+class SelectedLookup final : public Kind {
  public:
-  StepEmbedding() : Kind("step-embedding", {Access::one_to_one, Access::full_row}) {}
+  explicit SelectedLookup(std::string_view name)
+      : Kind(name, {Access::one_to_one, Access::full_row}) {}
   std::vector<Box> input_boxes(const Op&, const Graph&, int input, const Box& out) const override {
     if (input == 1) return {Box{0, 1, 0, 1}};
     return {Box{out.row_begin, out.row_end, 0, 1}};
@@ -438,7 +429,7 @@ int64_t step_entries(const Graph& graph, const Op& op) {
 
 void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<Embedding>());
-  kinds.push_back(std::make_unique<EmbeddingShard>());
+  kinds.push_back(std::make_unique<SelectedLookup>("embedding-shard"));
   kinds.push_back(std::make_unique<RmsNorm>());
   kinds.push_back(std::make_unique<Linear>("linear"));
   kinds.push_back(std::make_unique<QkNorm>());
@@ -452,7 +443,7 @@ void register_builtin_op_kinds(std::vector<std::unique_ptr<OpKind>>& kinds) {
   kinds.push_back(std::make_unique<LinearResidual>());
   kinds.push_back(std::make_unique<Linear>("lm-head"));
   kinds.push_back(std::make_unique<Argmax>());
-  kinds.push_back(std::make_unique<StepEmbedding>());
+  kinds.push_back(std::make_unique<SelectedLookup>("step-embedding"));
   kinds.push_back(std::make_unique<StepHead>());
   kinds.push_back(std::make_unique<AllReduce>(false));
   kinds.push_back(std::make_unique<AllReduce>(true));
