@@ -505,8 +505,14 @@ TEST(GraphReference, TensorParallelRanksMatchOneGpu) {
   nlohmann::json config = qwen.config;
   config["vocab_size"] = 256;
   qwen = model::parse_model(config, "tiny-qwen3, vocabulary 256", "test");
-  for (const auto& [spec, tp] :
-       {std::pair{model::load_model("tiny-llama"), int64_t{2}}, std::pair{qwen, int64_t{2}}}) {
+  // And a tiny-llama of 8 heads and 4 KV heads over 4 GPUs.
+  model::ModelSpec wide = model::load_model("tiny-llama");
+  config = wide.config;
+  config["num_attention_heads"] = 8;
+  config["num_key_value_heads"] = 4;
+  wide = model::parse_model(config, "tiny-llama, 8 heads", "test");
+  for (const auto& [spec, tp] : {std::pair{model::load_model("tiny-llama"), int64_t{2}},
+                                 std::pair{qwen, int64_t{2}}, std::pair{wide, int64_t{4}}}) {
     SCOPED_TRACE(spec.name + " tp " + std::to_string(tp));
     const double error = tensor_parallel_error(spec, 2, 6, tp);
     std::printf("%s over %lld GPUs: logits within %.2e of one GPU's (relative)\n",
