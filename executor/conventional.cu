@@ -3,8 +3,8 @@
 // in an order that keeps their operands in L2; a streamed body (tiles/stream.cuh) runs as
 // stream_kernel<Body>, a persistent grid of one CTA per SM walking tiles blockIdx.x, +
 // gridDim.x, ... with a producer thread streaming the weights of its next tiles into the CTA's
-// ring, as a megakernel region runs the same body. launch_op picks the body
-// for an op from its kind and tile shape (tile_dispatch.cuh). Each kernel first waits for the
+// ring, as a megakernel region runs the same body. launch_op runs the body the
+// op-kind table selects for an op (op_kind_table.cuh). Each kernel first waits for the
 // kernel before it (a stream kernel's producer only reads weights, and starts at once) and, its
 // tiles done, lets the one after it launch, which does nothing unless they are launched with
 // Programmatic Dependent Launch (grid_dependency.cuh).
@@ -22,8 +22,8 @@
 #include "executor/device.h"
 #include "executor/grid_dependency.cuh"
 #include "executor/launch.h"
+#include "executor/op_kind_table.cuh"
 #include "executor/tensor_map.h"
-#include "executor/tile_dispatch.cuh"
 #include "executor/tile_layouts.cuh"
 #include "executor/tile_sync.cuh"
 #include "model/error.h"

@@ -1,12 +1,12 @@
-// A region's view of an op's tile body (picked by tile_dispatch.cuh, as launch_op picks it):
-// the body's kThreads, shared memory and layout bytes, checked against tile_body_name.
+// A region's view of an op's tile body (selected by the op-kind table, op_kind_table.cuh, as
+// launch_op's is): the body's kThreads, shared memory, layout bytes and name.
 #include <concepts>
 #include <cstring>
 
 #include "executor/cuda_check.h"
 #include "executor/megakernel_bodies.h"
+#include "executor/op_kind_table.cuh"
 #include "executor/op_support.h"
-#include "executor/tile_dispatch.cuh"
 #include "model/error.h"
 
 namespace megacut::executor {
@@ -52,9 +52,10 @@ RegionBody describe(const typename Body::Layout& layout) {
 
 RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers) {
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
-  RegionBody b = visit_tile_body(
-      graph, op, buffers,
-      [&]<class Body>(const typename Body::Layout& layout) { return describe<Body>(layout); });
+  RegionBody b;
+  visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
+    b = describe<Body>(layout);
+  });
   b.name = tile_body_name(graph, op);
   return b;
 }

@@ -1,6 +1,6 @@
 // What a megakernel region needs of each op's tile body on the host: its launch shape (kThreads,
 // shared memory for this op's layout) and its layout as bytes for the device table. The body
-// chosen is the one launch_op would choose (same shape rules, executor/op_support.h), so a
+// is the one launch_op runs (the op-kind table selects both, executor/op_kind_table.cuh), so a
 // region and a conventional kernel run the same arithmetic.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "executor/op_checks.h"
 #include "model/error.h"
 #include "model/text.h"
 
@@ -76,9 +77,241 @@ int64_t rows_of(const Graph& g, int tensor) {
   return t.shape.empty() || t.shape.back() == 0 ? 0 : t.elements() / t.shape.back();
 }
 
+// step-embedding and step-head: the step is one value, the weights whole steps of entries rows
+// as wide as the output (tables) or the input (heads), and a head writes entries logits.
+std::string why_not_step(const Graph& g, const Op& op) {
+  const bool head = op.kind->name() == "step-head";
+  if (op.inputs.size() != 2) {
+    return "has " + str(static_cast<int64_t>(op.inputs.size())) +
+           " inputs, expected two (the step second)";
+  }
+  const Tensor& step = g.tensor(op.inputs[1]);
+  if (step.elements() != 1) {
+    return "step '" + step.name + "' has shape " + shape_text(step.shape) + ", expected one value";
+  }
+  if (op.weights.size() != 1) {
+    return "has " + str(static_cast<int64_t>(op.weights.size())) +
+           " weights, expected the stacked " + (head ? "heads" : "tables");
+  }
+  const Tensor& w = g.tensor(op.weights[0]);
+  const int64_t entries = model::step_entries(g, op);
+  const int64_t width = cols_of(g, head ? op.inputs[0] : op.output);
+  if (entries <= 0 || w.shape.size() != 2 || w.shape[0] == 0 || w.shape[0] % entries != 0 ||
+      w.shape[1] != width) {
+    return "'" + w.name + "' has shape " + shape_text(w.shape) + ", expected (steps * " +
+           str(entries) + ", " + str(width) + ")";
+  }
+  if (head && cols_of(g, op.output) != entries) {
+    return "output has " + str(cols_of(g, op.output)) + " columns, entries = " + str(entries);
+  }
+  return {};
+}
+
+// linear, lm-head and step-head: the weight-streaming body up to 64 rows a tile, the tensor-core
+// GEMM at 128.
+std::string plain_linear(const Graph& g, const Op& op, DType out, bool step) {
+  const model::Tiling& t = op.tiling;
+  if (!is_pow2_width(t.tile_cols)) {
+    return "tile_cols = " + str(t.tile_cols) + " is none of 16, 32, 64, 128";
+  }
+  if (t.tile_rows > 64 && t.tile_rows != 128) {
+    return "tile_rows = " + str(t.tile_rows) + " is neither at most 64 nor 128";
+  }
+  if (cols_of(g, op.inputs[0]) != g.tensor(op.weights.at(0)).shape.back()) {
+    return "input features differ from the weights' " +
+           str(g.tensor(op.weights.at(0)).shape.back());
+  }
+  return first_failure({step ? check_dtypes(g, op, {DType::bf16, DType::i32}, out)
+                             : check_dtypes(g, op, {DType::bf16}, out),
+                        check_multiple("k", cols_of(g, op.inputs[0]), 8)});
+}
+
+// norm-linear and linear-residual: the weight-streaming body only.
+std::string fused_linear(const Graph& g, const Op& op, bool norm) {
+  const model::Tiling& t = op.tiling;
+  const std::string_view kind = op.kind->name();
+  const bool glu = norm && model::norm_linear_glu(op);
+  if (!is_pow2_width(glu ? 2 * t.tile_cols : t.tile_cols)) {
+    return "tile_cols = " + str(t.tile_cols) + " is none of " +
+           (glu ? "8, 16, 32, 64 (glu: a gate and an up row a feature)" : "16, 32, 64, 128");
+  }
+  if (t.tile_rows > 64) {
+    return "tile_rows = " + str(t.tile_rows) + " is over 64: " + std::string(kind) +
+           " runs on the weight-streaming body only";
+  }
+  const int64_t k = cols_of(g, op.inputs[0]);
+  const int matrices = static_cast<int>(op.weights.size()) - (norm ? 1 : 0);
+  if (matrices < 1) return "has no weight matrix";
+  int64_t weight_rows = 0;
+  for (int j = 0; j < matrices; ++j) {
+    if (g.tensor(op.weights[j]).shape.back() != k) {
+      return "the product's k = " + str(k) + " differs from the " +
+             str(g.tensor(op.weights[j]).shape.back()) + " columns of weight '" +
+             g.tensor(op.weights[j]).name + "'";
+    }
+    weight_rows += g.tensor(op.weights[j]).elements() / k;
+  }
+  const int64_t features = cols_of(g, op.output);
+  if (weight_rows != (glu ? 2 : 1) * features) {
+    return "its weight matrices have " + str(weight_rows) + " rows, the output " + str(features) +
+           " features" + (glu ? " (glu reads a gate and an up row each)" : "");
+  }
+  if (norm) {
+    if (std::string e = check_shape(g.tensor(op.weights.back()), {k}); !e.empty()) {
+      return "norm weight " + e;
+    }
+    if (!op.attrs.has("eps")) return "has no attr 'eps'";
+  } else if (std::string e = check_shape(g.tensor(op.inputs.at(1)), g.tensor(op.output).shape);
+             !e.empty()) {
+    return "residual " + e;
+  }
+  return first_failure({norm ? check_dtypes(g, op, {DType::bf16}, DType::bf16)
+                             : check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16),
+                        check_multiple("k", k, 8)});
+}
+
+// silu-mul and residual-add: `inputs_wide` times as many input columns as output ones.
+std::string elementwise_pair(const Graph& g, const Op& op, std::string dtypes, int inputs_wide) {
+  const model::Tiling& t = op.tiling;
+  const int64_t in_cols = inputs_wide * t.cols;
+  if (cols_of(g, op.inputs[0]) != in_cols) {
+    return "input has " + str(cols_of(g, op.inputs[0])) + " columns, expected " + str(in_cols);
+  }
+  return first_failure(
+      {dtypes, check_multiple("cols", t.cols, 8), check_multiple("tile_cols", t.tile_cols, 8)});
+}
+
+}  // namespace
+
+namespace checks {
+
+std::string embedding(const Graph& g, const Op& op) {
+  const model::Tiling& t = op.tiling;
+  return first_failure({check_dtypes(g, op, {DType::i32}, DType::bf16),
+                        check_multiple("hidden", t.cols, 8),
+                        check_multiple("tile_cols", t.tile_cols, 8)});
+}
+
+std::string step_embedding(const Graph& g, const Op& op) {
+  if (std::string e = why_not_step(g, op); !e.empty()) return e;
+  const model::Tiling& t = op.tiling;
+  return first_failure({check_dtypes(g, op, {DType::i32, DType::i32}, DType::bf16),
+                        check_multiple("hidden", t.cols, 8),
+                        check_multiple("tile_cols", t.tile_cols, 8)});
+}
+
+std::string rmsnorm(const Graph& g, const Op& op) {
+  const model::Tiling& t = op.tiling;
+  if (t.tile_cols != t.cols) return "tile_cols = " + str(t.tile_cols) + " must be all columns";
+  return first_failure(
+      {check_dtypes(g, op, {DType::bf16}, DType::bf16), check_multiple("cols", t.cols, 8)});
+}
+
+std::string linear(const Graph& g, const Op& op) { return plain_linear(g, op, DType::bf16, false); }
+
+std::string lm_head(const Graph& g, const Op& op) { return plain_linear(g, op, DType::f32, false); }
+
+std::string step_head(const Graph& g, const Op& op) {
+  if (std::string e = why_not_step(g, op); !e.empty()) return e;
+  return plain_linear(g, op, DType::f32, true);
+}
+
+std::string norm_linear(const Graph& g, const Op& op) { return fused_linear(g, op, true); }
+
+std::string linear_residual(const Graph& g, const Op& op) { return fused_linear(g, op, false); }
+
+std::string qk_norm(const Graph& g, const Op& op) {
+  const int64_t hd = op.attrs.i("head_dim");
+  if (hd > 256) return "head_dim = " + str(hd) + " is over 256";
+  return first_failure({check_dtypes(g, op, {DType::bf16}, DType::bf16), check_heads(op),
+                        check_multiple("head_dim", hd, 8),
+                        check_multiple("tile_cols", op.tiling.tile_cols, hd)});
+}
+
+std::string rope(const Graph& g, const Op& op) {
+  const int64_t hd = op.attrs.i("head_dim");
+  return first_failure({check_dtypes(g, op, {DType::bf16}, DType::bf16),
+                        check_multiple("head_dim", hd, 16),
+                        check_multiple("tile_cols", op.tiling.tile_cols, hd)});
+}
+
+std::string kv_append(const Graph& g, const Op& op) {
+  const int64_t hd = op.attrs.i("head_dim");
+  const Tensor& cache = g.tensor(op.output);
+  if (cache.shape.size() != 3) return "KV cache '" + cache.name + "' is not 3-D";
+  return first_failure({check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16),
+                        check_heads(op), check_multiple("head_dim", hd, 8),
+                        check_multiple("tile_cols", op.tiling.tile_cols, 8)});
+}
+
+std::string attention(const Graph& g, const Op& op) {
+  const model::Tiling& t = op.tiling;
+  const int64_t hd = op.attrs.i("head_dim");
+  if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
+  if (std::string h = check_heads(op); !h.empty()) return h;
+  const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
+  if (t.tile_rows == 1 && t.tile_cols != hd) {
+    return "tile_cols = " + str(t.tile_cols) + " is not one query head (" + str(hd) +
+           "), as one-row tiles take";
+  }
+  if (t.tile_rows > 1 && t.tile_cols != group * hd) {
+    return "tile_cols = " + str(t.tile_cols) + " is not one KV head's query heads (" +
+           str(group * hd) + ")";
+  }
+  if (op.attrs.i("seq_len") % t.tile_rows != 0) {
+    return "tile_rows = " + str(t.tile_rows) +
+           " does not divide seq_len = " + str(op.attrs.i("seq_len"));
+  }
+  return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
+}
+
+std::string qkv_attention(const Graph& g, const Op& op) {
+  const model::Tiling& t = op.tiling;
+  const int64_t hd = op.attrs.i("head_dim");
+  if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
+  if (std::string h = check_heads(op); !h.empty()) return h;
+  if (t.tile_rows != 1 || t.tile_cols != hd) {
+    return "tiles of " + str(t.tile_rows) + " x " + str(t.tile_cols) +
+           " are not one row of one query head (1 x " + str(hd) + ")";
+  }
+  if (op.attrs.i("seq_len") != 1) {
+    return "seq_len = " + str(op.attrs.i("seq_len")) + ": one new row a sequence only";
+  }
+  const int64_t qkv_cols = (op.attrs.i("heads") + 2 * op.attrs.i("kv_heads")) * hd;
+  if (cols_of(g, op.inputs[0]) != qkv_cols) {
+    return "input has " + str(cols_of(g, op.inputs[0])) + " columns, not qkv's " + str(qkv_cols);
+  }
+  const Tensor& cache = g.tensor(op.inputs[1]);
+  if (cache.shape.size() != 3) return "KV cache '" + cache.name + "' is not 3-D";
+  if (!op.weights.empty()) {
+    if (op.weights.size() != 2) return "has " + str(op.weights.size()) + " weights, not 0 or 2";
+    for (int w : op.weights) {
+      if (std::string e = check_shape(g.tensor(w), {hd}); !e.empty()) return "qk-norm weight " + e;
+    }
+    if (!op.attrs.has("eps")) return "has no attr 'eps'";
+  }
+  if (!op.attrs.has("rope_theta")) return "has no attr 'rope_theta'";
+  return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
+}
+
+std::string silu_mul(const Graph& g, const Op& op) {
+  return elementwise_pair(g, op, check_dtypes(g, op, {DType::bf16}, DType::bf16), 2);
+}
+
+std::string residual_add(const Graph& g, const Op& op) {
+  return elementwise_pair(g, op, check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16), 1);
+}
+
+std::string argmax(const Graph& g, const Op& op) {
+  if (op.tiling.cols != 1) {
+    return "cols = " + str(op.tiling.cols) + ", argmax writes one index per row";
+  }
+  return check_dtypes(g, op, {DType::f32}, DType::i32);
+}
+
 // conv1d and conv-transpose1d: the attrs, the weights in the checkpoint's layout and the rows
 // the attrs imply. Any tiling: the direct body takes what the tensor-core one does not.
-std::string why_not_conv(const Graph& g, const Op& op) {
+std::string conv(const Graph& g, const Op& op) {
   const bool transpose = op.kind->name() == "conv-transpose1d";
   const int64_t in = cols_of(g, op.inputs[0]), out = cols_of(g, op.output);
   const int64_t in_rows = rows_of(g, op.inputs[0]);
@@ -131,14 +364,29 @@ std::string why_not_conv(const Graph& g, const Op& op) {
        op.weights.size() > 1 ? check_shape(g.tensor(op.weights[1]), {out}) : std::string()});
 }
 
-bool is_audio_elementwise(std::string_view kind) {
-  return kind == "snake-beta" || kind == "leaky-relu" || kind == "tanh" || kind == "gelu" ||
-         kind == "add-scaled";
+std::string codebook_sum(const Graph& g, const Op& op) {
+  const Tensor& codes = g.tensor(op.inputs[0]);
+  if (op.weights.size() != 1) {
+    return "has " + str(static_cast<int64_t>(op.weights.size())) +
+           " weights, expected the stacked tables";
+  }
+  const Tensor& tables = g.tensor(op.weights[0]);
+  if (codes.shape.size() != 2 || codes.shape[0] != op.tiling.rows) {
+    return "codes '" + codes.name + "' have shape " + shape_text(codes.shape) + ", expected (" +
+           str(op.tiling.rows) + ", codebooks)";
+  }
+  const int64_t codebooks = codes.shape[1];
+  if (tables.shape.size() != 2 || codebooks <= 0 || tables.shape[0] % codebooks != 0 ||
+      tables.shape[1] != op.tiling.cols) {
+    return "tables '" + tables.name + "' have shape " + shape_text(tables.shape) + ", expected (" +
+           str(codebooks) + " * entries, " + str(op.tiling.cols) + ")";
+  }
+  return check_dtypes(g, op, {DType::i32}, DType::bf16);
 }
 
 // snake-beta, leaky-relu, tanh, gelu, add-scaled: any width (the bodies fall back to one element at
 // a time where rows are not whole 8-channel chunks).
-std::string why_not_elementwise(const Graph& g, const Op& op) {
+std::string elementwise(const Graph& g, const Op& op) {
   const std::string_view kind = op.kind->name();
   const bool two = kind == "add-scaled";
   if (std::string e = two ? check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16)
@@ -169,227 +417,7 @@ std::string why_not_elementwise(const Graph& g, const Op& op) {
   return {};
 }
 
-std::string why_not_codebook_sum(const Graph& g, const Op& op) {
-  const Tensor& codes = g.tensor(op.inputs[0]);
-  if (op.weights.size() != 1) {
-    return "has " + str(static_cast<int64_t>(op.weights.size())) +
-           " weights, expected the stacked tables";
-  }
-  const Tensor& tables = g.tensor(op.weights[0]);
-  if (codes.shape.size() != 2 || codes.shape[0] != op.tiling.rows) {
-    return "codes '" + codes.name + "' have shape " + shape_text(codes.shape) + ", expected (" +
-           str(op.tiling.rows) + ", codebooks)";
-  }
-  const int64_t codebooks = codes.shape[1];
-  if (tables.shape.size() != 2 || codebooks <= 0 || tables.shape[0] % codebooks != 0 ||
-      tables.shape[1] != op.tiling.cols) {
-    return "tables '" + tables.name + "' have shape " + shape_text(tables.shape) + ", expected (" +
-           str(codebooks) + " * entries, " + str(op.tiling.cols) + ")";
-  }
-  return check_dtypes(g, op, {DType::i32}, DType::bf16);
-}
-
-// step-embedding and step-head: the step is one value, the weights whole steps of entries rows
-// as wide as the output (tables) or the input (heads), and a head writes entries logits.
-std::string why_not_step(const Graph& g, const Op& op) {
-  const bool head = op.kind->name() == "step-head";
-  if (op.inputs.size() != 2) {
-    return "has " + str(static_cast<int64_t>(op.inputs.size())) +
-           " inputs, expected two (the step second)";
-  }
-  const Tensor& step = g.tensor(op.inputs[1]);
-  if (step.elements() != 1) {
-    return "step '" + step.name + "' has shape " + shape_text(step.shape) + ", expected one value";
-  }
-  if (op.weights.size() != 1) {
-    return "has " + str(static_cast<int64_t>(op.weights.size())) +
-           " weights, expected the stacked " + (head ? "heads" : "tables");
-  }
-  const Tensor& w = g.tensor(op.weights[0]);
-  const int64_t entries = model::step_entries(g, op);
-  const int64_t width = cols_of(g, head ? op.inputs[0] : op.output);
-  if (entries <= 0 || w.shape.size() != 2 || w.shape[0] == 0 || w.shape[0] % entries != 0 ||
-      w.shape[1] != width) {
-    return "'" + w.name + "' has shape " + shape_text(w.shape) + ", expected (steps * " +
-           str(entries) + ", " + str(width) + ")";
-  }
-  if (head && cols_of(g, op.output) != entries) {
-    return "output has " + str(cols_of(g, op.output)) + " columns, entries = " + str(entries);
-  }
-  return {};
-}
-
-std::string why_not(const Graph& g, const Op& op) {
-  const std::string_view kind = op.kind->name();
-  const model::Tiling& t = op.tiling;
-  if (kind == "step-embedding" || kind == "step-head") {
-    if (std::string e = why_not_step(g, op); !e.empty()) return e;
-  }
-  if (kind == "embedding" || kind == "step-embedding") {
-    return first_failure(
-        {kind == "embedding" ? check_dtypes(g, op, {DType::i32}, DType::bf16)
-                             : check_dtypes(g, op, {DType::i32, DType::i32}, DType::bf16),
-         check_multiple("hidden", t.cols, 8), check_multiple("tile_cols", t.tile_cols, 8)});
-  }
-  if (kind == "rmsnorm") {
-    if (t.tile_cols != t.cols) return "tile_cols = " + str(t.tile_cols) + " must be all columns";
-    return first_failure(
-        {check_dtypes(g, op, {DType::bf16}, DType::bf16), check_multiple("cols", t.cols, 8)});
-  }
-  if (kind == "linear" || kind == "lm-head" || kind == "step-head") {
-    const DType out = kind == "linear" ? DType::bf16 : DType::f32;
-    if (!is_pow2_width(t.tile_cols)) {
-      return "tile_cols = " + str(t.tile_cols) + " is none of 16, 32, 64, 128";
-    }
-    if (t.tile_rows > 64 && t.tile_rows != 128) {
-      return "tile_rows = " + str(t.tile_rows) + " is neither at most 64 nor 128";
-    }
-    if (cols_of(g, op.inputs[0]) != g.tensor(op.weights.at(0)).shape.back()) {
-      return "input features differ from the weights' " +
-             str(g.tensor(op.weights.at(0)).shape.back());
-    }
-    return first_failure({kind == "step-head" ? check_dtypes(g, op, {DType::bf16, DType::i32}, out)
-                                              : check_dtypes(g, op, {DType::bf16}, out),
-                          check_multiple("k", cols_of(g, op.inputs[0]), 8)});
-  }
-  if (kind == "norm-linear" || kind == "linear-residual") {
-    const bool norm = kind == "norm-linear";
-    const bool glu = norm && model::norm_linear_glu(op);
-    if (!is_pow2_width(glu ? 2 * t.tile_cols : t.tile_cols)) {
-      return "tile_cols = " + str(t.tile_cols) + " is none of " +
-             (glu ? "8, 16, 32, 64 (glu: a gate and an up row a feature)" : "16, 32, 64, 128");
-    }
-    if (t.tile_rows > 64) {
-      return "tile_rows = " + str(t.tile_rows) + " is over 64: " + std::string(kind) +
-             " runs on the weight-streaming body only";
-    }
-    const int64_t k = cols_of(g, op.inputs[0]);
-    const int matrices = static_cast<int>(op.weights.size()) - (norm ? 1 : 0);
-    if (matrices < 1) return "has no weight matrix";
-    int64_t weight_rows = 0;
-    for (int j = 0; j < matrices; ++j) {
-      if (g.tensor(op.weights[j]).shape.back() != k) {
-        return "the product's k = " + str(k) + " differs from the " +
-               str(g.tensor(op.weights[j]).shape.back()) + " columns of weight '" +
-               g.tensor(op.weights[j]).name + "'";
-      }
-      weight_rows += g.tensor(op.weights[j]).elements() / k;
-    }
-    const int64_t features = cols_of(g, op.output);
-    if (weight_rows != (glu ? 2 : 1) * features) {
-      return "its weight matrices have " + str(weight_rows) + " rows, the output " + str(features) +
-             " features" + (glu ? " (glu reads a gate and an up row each)" : "");
-    }
-    if (norm) {
-      if (std::string e = check_shape(g.tensor(op.weights.back()), {k}); !e.empty()) {
-        return "norm weight " + e;
-      }
-      if (!op.attrs.has("eps")) return "has no attr 'eps'";
-    } else if (std::string e = check_shape(g.tensor(op.inputs.at(1)), g.tensor(op.output).shape);
-               !e.empty()) {
-      return "residual " + e;
-    }
-    return first_failure({norm ? check_dtypes(g, op, {DType::bf16}, DType::bf16)
-                               : check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16),
-                          check_multiple("k", k, 8)});
-  }
-  if (kind == "qk-norm") {
-    const int64_t hd = op.attrs.i("head_dim");
-    if (hd > 256) return "head_dim = " + str(hd) + " is over 256";
-    return first_failure({check_dtypes(g, op, {DType::bf16}, DType::bf16), check_heads(op),
-                          check_multiple("head_dim", hd, 8),
-                          check_multiple("tile_cols", t.tile_cols, hd)});
-  }
-  if (kind == "rope") {
-    const int64_t hd = op.attrs.i("head_dim");
-    return first_failure({check_dtypes(g, op, {DType::bf16}, DType::bf16),
-                          check_multiple("head_dim", hd, 16),
-                          check_multiple("tile_cols", t.tile_cols, hd)});
-  }
-  if (kind == "kv-append") {
-    const int64_t hd = op.attrs.i("head_dim");
-    const Tensor& cache = g.tensor(op.output);
-    if (cache.shape.size() != 3) return "KV cache '" + cache.name + "' is not 3-D";
-    return first_failure({check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16),
-                          check_heads(op), check_multiple("head_dim", hd, 8),
-                          check_multiple("tile_cols", t.tile_cols, 8)});
-  }
-  if (kind == "attention") {
-    const int64_t hd = op.attrs.i("head_dim");
-    if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
-    if (std::string h = check_heads(op); !h.empty()) return h;
-    const int64_t group = op.attrs.i("heads") / op.attrs.i("kv_heads");
-    if (t.tile_rows == 1 && t.tile_cols != hd) {
-      return "tile_cols = " + str(t.tile_cols) + " is not one query head (" + str(hd) +
-             "), as one-row tiles take";
-    }
-    if (t.tile_rows > 1 && t.tile_cols != group * hd) {
-      return "tile_cols = " + str(t.tile_cols) + " is not one KV head's query heads (" +
-             str(group * hd) + ")";
-    }
-    if (op.attrs.i("seq_len") % t.tile_rows != 0) {
-      return "tile_rows = " + str(t.tile_rows) +
-             " does not divide seq_len = " + str(op.attrs.i("seq_len"));
-    }
-    return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
-  }
-  if (kind == "qkv-attention") {
-    const int64_t hd = op.attrs.i("head_dim");
-    if (!is_pow2_width(hd)) return "head_dim = " + str(hd) + " is none of 16, 32, 64, 128";
-    if (std::string h = check_heads(op); !h.empty()) return h;
-    if (t.tile_rows != 1 || t.tile_cols != hd) {
-      return "tiles of " + str(t.tile_rows) + " x " + str(t.tile_cols) +
-             " are not one row of one query head (1 x " + str(hd) + ")";
-    }
-    if (op.attrs.i("seq_len") != 1) {
-      return "seq_len = " + str(op.attrs.i("seq_len")) + ": one new row a sequence only";
-    }
-    const int64_t qkv_cols = (op.attrs.i("heads") + 2 * op.attrs.i("kv_heads")) * hd;
-    if (cols_of(g, op.inputs[0]) != qkv_cols) {
-      return "input has " + str(cols_of(g, op.inputs[0])) + " columns, not qkv's " + str(qkv_cols);
-    }
-    const Tensor& cache = g.tensor(op.inputs[1]);
-    if (cache.shape.size() != 3) return "KV cache '" + cache.name + "' is not 3-D";
-    if (!op.weights.empty()) {
-      if (op.weights.size() != 2) return "has " + str(op.weights.size()) + " weights, not 0 or 2";
-      for (int w : op.weights) {
-        if (std::string e = check_shape(g.tensor(w), {hd}); !e.empty())
-          return "qk-norm weight " + e;
-      }
-      if (!op.attrs.has("eps")) return "has no attr 'eps'";
-    }
-    if (!op.attrs.has("rope_theta")) return "has no attr 'rope_theta'";
-    return check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
-  }
-  if (kind == "silu-mul" || kind == "residual-add") {
-    const std::string dtypes = kind == "silu-mul"
-                                   ? check_dtypes(g, op, {DType::bf16}, DType::bf16)
-                                   : check_dtypes(g, op, {DType::bf16, DType::bf16}, DType::bf16);
-    const int64_t in_cols = kind == "silu-mul" ? 2 * t.cols : t.cols;
-    if (cols_of(g, op.inputs[0]) != in_cols) {
-      return "input has " + str(cols_of(g, op.inputs[0])) + " columns, expected " + str(in_cols);
-    }
-    return first_failure(
-        {dtypes, check_multiple("cols", t.cols, 8), check_multiple("tile_cols", t.tile_cols, 8)});
-  }
-  if (kind == "argmax") {
-    if (t.cols != 1) return "cols = " + str(t.cols) + ", argmax writes one index per row";
-    return check_dtypes(g, op, {DType::f32}, DType::i32);
-  }
-  if (kind == "conv1d" || kind == "conv-transpose1d") return why_not_conv(g, op);
-  if (is_audio_elementwise(kind)) return why_not_elementwise(g, op);
-  if (kind == "codebook-sum") return why_not_codebook_sum(g, op);
-  return "no tile body for op kind '" + std::string(kind) + "'";
-}
-
-}  // namespace
-
-Support can_implement(const Graph& graph, int op) {
-  const Op& o = graph.op(op);
-  std::string reason = why_not(graph, o);
-  if (reason.empty()) return {};
-  return {false, "op " + o.name + " (" + std::string(o.kind->name()) + "): " + reason};
-}
+}  // namespace checks
 
 LinearShape linear_shape(const Op& op) {
   const model::Tiling& t = op.tiling;
@@ -435,54 +463,6 @@ ConvShape conv_shape(const Graph& graph, const Op& op) {
     }
   }
   return s;
-}
-
-std::string tile_body_name(const Graph& graph, int op) {
-  if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
-  const Op& o = graph.op(op);
-  const std::string_view kind = o.kind->name();
-  const std::string ns = "megacut::tiles::";
-  if (kind == "linear" || kind == "lm-head" || kind == "step-head") {
-    const LinearShape s = linear_shape(o);
-    const std::string out = kind == "linear" ? "__nv_bfloat16" : "float";
-    if (s.mma) return ns + "LinearMmaTile<" + str(s.cols) + ", " + out + ">";
-    return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", " + out + ">";
-  }
-  if (kind == "norm-linear" || kind == "linear-residual") {
-    const LinearShape s = linear_shape(o);
-    const std::string fusion = kind == "linear-residual"   ? "plain"
-                               : model::norm_linear_glu(o) ? "normed_glu"
-                                                           : "normed";
-    return ns + "LinearStreamTile<" + str(s.cols) + ", " + str(s.n8) + ", __nv_bfloat16, " + ns +
-           "LinearFusion::" + fusion + ">";
-  }
-  if (kind == "attention") {
-    const AttentionShape s = attention_shape(o);
-    if (s.decode) return ns + "AttentionDecodeTile<" + str(s.head_dim) + ">";
-    return ns + "AttentionPrefillTile<" + str(s.head_dim) + ">";
-  }
-  if (kind == "qkv-attention") {
-    return ns + "QkvAttentionDecodeTile<" + str(attention_shape(o).head_dim) + ">";
-  }
-  if (kind == "embedding" || kind == "step-embedding") return ns + "EmbeddingTile";
-  if (kind == "rmsnorm") return ns + "RmsNormTile";
-  if (kind == "qk-norm") return ns + "QkNormTile";
-  if (kind == "rope") return ns + "RopeTile";
-  if (kind == "kv-append") return ns + "KvAppendTile";
-  if (kind == "silu-mul") return ns + "SiluMulTile";
-  if (kind == "residual-add") return ns + "ResidualAddTile";
-  if (kind == "conv1d" || kind == "conv-transpose1d") {
-    const ConvShape s = conv_shape(graph, o);
-    const std::string name = kind == "conv1d" ? "Conv1d" : "ConvTranspose1d";
-    return s.mma ? ns + name + "MmaTile<" + str(s.cols) + ">" : ns + name + "Tile";
-  }
-  if (kind == "codebook-sum") return ns + "CodebookSumTile";
-  if (kind == "snake-beta") return ns + "SnakeBetaTile";
-  if (kind == "leaky-relu") return ns + "LeakyReluTile";
-  if (kind == "tanh") return ns + "TanhTile";
-  if (kind == "gelu") return ns + "GeluTile";
-  if (kind == "add-scaled") return ns + "AddScaledTile";
-  return ns + "ArgmaxTile";
 }
 
 }  // namespace megacut::executor

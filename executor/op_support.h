@@ -1,6 +1,7 @@
-// Which tile body runs an op, and whether the bodies support the op's shape at all: the
-// choice the conventional launcher and the megakernel generator share. Plain C++ (no CUDA
-// headers), so host tools and CI can ask without a GPU.
+// Which tile body runs an op, and whether the bodies support the op's shape at all, as the
+// op-kind table (executor/op_kind_table.cuh) answers for the conventional launcher and the
+// megakernel generator alike; and the shape rules its body selectors read. Plain C++ (no CUDA
+// headers), so host tools and tests can ask without a GPU.
 #pragma once
 
 #include <string>
@@ -50,9 +51,9 @@ ConvShape conv_shape(const model::Graph& graph, const model::Op& op);
 // memory on the sm_90 targets megacut builds for, so that two of its CTAs can share an SM.
 inline constexpr int kConvMmaSmemBytes = 112 * 1024;
 
-// The C++ type of the tile body that runs op `op`, e.g. "megacut::tiles::LinearMmaTile<64,
-// float>": what a megakernel region instantiates. Throws megacut::Error where can_implement
-// fails.
+// The C++ type of the tile body that runs op `op` as the compiler spells it, e.g.
+// "megacut::tiles::LinearMmaTile<64, float>": what a megakernel region instantiates. Throws
+// megacut::Error where can_implement fails.
 std::string tile_body_name(const model::Graph& graph, int op);
 
 }  // namespace megacut::executor

@@ -1,6 +1,6 @@
 // From a graph op and the stage's buffers to its tile body's layout: where the op's buffers
 // are. Shared by the conventional launcher and the megakernel runtime, so both run the same
-// body with the same layout (executor/op_support.h says which body). Host code, included from
+// body with the same layout (executor/op_kind_table.cuh says which body). Host code, included from
 // CUDA sources only: the layouts are device types.
 #pragma once
 

@@ -3,7 +3,7 @@
 // AttentionDecodeTile for one-row, one-head tiles (decode: the key range split across the tile's
 // lanes and combined on chip) and AttentionPrefillTile for several rows (flash attention on
 // tensor cores). Both are templates on head_dim; the host picks the instantiation
-// (executor/tile_dispatch.cuh).
+// (executor/op_kind_table.cuh).
 #pragma once
 
 #include "executor/tiles/attention_decode.cuh"

@@ -382,9 +382,4 @@ struct ConvMmaTile {
   }
 };
 
-template <int kCols>
-using Conv1dMmaTile = ConvMmaTile<kCols, false>;
-template <int kCols>
-using ConvTranspose1dMmaTile = ConvMmaTile<kCols, true>;
-
 }  // namespace megacut::tiles

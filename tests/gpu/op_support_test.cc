@@ -48,6 +48,26 @@ TEST(CanImplement, RefusesHeadDim80WithTheReason) {
   }
 }
 
+// The collectives of a tensor-parallel graph have no row in the op-kind table: refused by kind,
+// before any body is looked for.
+TEST(CanImplement, RefusesAKindWithoutARow) {
+  const model::ModelSpec spec = model::load_model("llama-3.2-1b");
+  const model::Scenario scenario = model::make_scenario(spec, 1, 128, 0, 2);
+  const model::Graph g = model::build_graph(spec, scenario, "decode");
+  int refused = 0;
+  for (const model::Op& op : g.ops()) {
+    if (op.kind->name() != "all-reduce-residual") continue;
+    const executor::Support s = executor::can_implement(g, op.index);
+    EXPECT_FALSE(s.ok);
+    EXPECT_EQ(
+        s.reason,
+        "op " + op.name + " (all-reduce-residual): no tile body for op kind 'all-reduce-residual'");
+    EXPECT_THROW(executor::tile_body_name(g, op.index), Error);
+    ++refused;
+  }
+  EXPECT_EQ(refused, 32);  // o's and down's in each of 16 layers
+}
+
 TEST(TileBodyName, FollowsTheTileShape) {
   const std::string ns = "megacut::tiles::";
   const model::Graph decode = build_stage("llama1b", 1, 128, 1);
@@ -59,19 +79,22 @@ TEST(TileBodyName, FollowsTheTileShape) {
     }
     return std::string("?");
   };
-  const std::string normed = ", " + ns + "LinearFusion::normed>";
+  // The compiler's spelling of each type: LinearFusion plain, normed, normed_glu are 0, 1, 2.
+  auto fusion = [&](int value) {
+    return ", (" + ns + "LinearFusion)" + std::to_string(value) + ">";
+  };
   EXPECT_EQ(name(decode, "layers.0.attn.qkv"),
-            ns + "LinearStreamTile<32, 1, __nv_bfloat16" + normed);
+            ns + "LinearStreamTile<32, 1, __nv_bfloat16" + fusion(1));
   EXPECT_EQ(name(decode32, "layers.0.attn.qkv"),
-            ns + "LinearStreamTile<32, 4, __nv_bfloat16" + normed);
+            ns + "LinearStreamTile<32, 4, __nv_bfloat16" + fusion(1));
   EXPECT_EQ(name(decode, "layers.0.mlp.gate_up"),
-            ns + "LinearStreamTile<128, 1, __nv_bfloat16, " + ns + "LinearFusion::normed_glu>");
+            ns + "LinearStreamTile<128, 1, __nv_bfloat16" + fusion(2));
   EXPECT_EQ(name(decode, "layers.0.attn.o"),
-            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
+            ns + "LinearStreamTile<16, 1, __nv_bfloat16" + fusion(0));
   EXPECT_EQ(name(decode, "layers.0.mlp.down"),
-            ns + "LinearStreamTile<16, 1, __nv_bfloat16, " + ns + "LinearFusion::plain>");
+            ns + "LinearStreamTile<16, 1, __nv_bfloat16" + fusion(0));
   EXPECT_EQ(name(prefill, "layers.0.attn.qkv"), ns + "LinearMmaTile<32, __nv_bfloat16>");
-  EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float>");
+  EXPECT_EQ(name(decode, "lm_head"), ns + "LinearStreamTile<128, 1, float" + fusion(0));
   EXPECT_EQ(name(prefill, "layers.0.mlp.gate_up"), ns + "LinearMmaTile<128, __nv_bfloat16>");
   EXPECT_EQ(name(decode, "layers.0.attn.attention"), ns + "QkvAttentionDecodeTile<64>");
   EXPECT_EQ(name(prefill, "layers.0.attn.attention"), ns + "AttentionPrefillTile<64>");
