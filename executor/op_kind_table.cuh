@@ -149,7 +149,8 @@ Row(std::string_view, std::string (*)(const model::Graph&, const model::Op&),
 using tiles::bf16;
 using tiles::LinearFusion;
 
-inline const auto kRows = std::tuple{
+// constinit: function pointers and empty selectors, no initialization order to depend on.
+inline constinit const auto kRows = std::tuple{
     Row{"embedding", checks::embedding, embedding_layout, Only<tiles::EmbeddingTile>{}},
     Row{"step-embedding", checks::step_embedding, step_embedding_layout,
         Only<tiles::EmbeddingTile>{}},

@@ -20,7 +20,7 @@ struct Support {
 // Whether the tile bodies implement op `op` of `graph` (kind, dtypes, shapes, tiling).
 Support can_implement(const model::Graph& graph, int op);
 
-// Which body instantiation runs a linear, lm-head or step-head op.
+// Which body instantiation runs a linear, lm-head, step-head, norm-linear or linear-residual op.
 struct LinearShape {
   bool mma = false;  // tensor-core GEMM (tile_rows == 128), else the weight-streaming body
   int cols = 0;      // tile width: 16, 32, 64 or 128

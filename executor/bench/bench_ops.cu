@@ -309,8 +309,10 @@ int run(int argc, char** argv) {
       const double us = time_op(graph, o, provider, context, buffers, stream);
       const double gbs = floor_bytes(graph, o) / (us * 1e-6) / 1e9;
       const double tflops = graph.op_cost(op).flops / (us * 1e-6) / 1e12;
-      const std::string body =
-          provider == LinearProvider::ours ? tile_body_name(graph, op).substr(16) : "cuBLASLt";
+      std::string body = provider == LinearProvider::ours ? tile_body_name(graph, op) : "cuBLASLt";
+      // The type as the compiler spells it, without its namespace wherever it appears.
+      for (size_t at; (at = body.find("megacut::tiles::")) != std::string::npos;)
+        body.erase(at, 16);
       const std::string name = name_prefix + o.name;
       std::printf("%-24s %-12s %-8s %6lld %-44s %9.2f %8.0f %5.0f%% %8.2f\n", name.c_str(),
                   std::string(o.kind->name()).c_str(), std::string(provider_name(provider)).c_str(),

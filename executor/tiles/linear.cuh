@@ -2,8 +2,8 @@
 // bodies share LinearLayout, chosen by the tile's shape: tile_rows <= 64 (decode,
 // matrix-vector-like): LinearStreamTile, bound by the weight stream; tile_rows == 128 (prefill):
 // LinearMmaTile, a warpgroup-MMA GEMM with shared-memory staging. Both are templates on the tile
-// width (16, 32, 64, 128); the host picks the instantiation and rejects other shapes
-// (executor/op_kind_table.cuh).
+// width (16, 32, 64, 128); the host picks the instantiation (executor/op_kind_table.cuh) and
+// refuses other shapes (its checks, executor/op_checks.h).
 #pragma once
 
 #include "executor/tiles/linear_mma.cuh"
