@@ -279,64 +279,20 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool
   }
 }
 
-// Every body whose shared memory can pass the default limit, for prepare_kernels: its kernels
-// of both kinds.
-template <class... Bodies>
-void raise_all() {
-  ((raise_smem_limit<Bodies, false>(), raise_smem_limit<Bodies, true>()), ...);
-}
-
-template <class Body>
-void raise_stream() {
-  stream_device<Body, false>();
-  stream_device<Body, true>();
-}
-
-template <typename OutT, int kCols, tiles::LinearFusion kFusion>
-void raise_stream_width() {
-  using namespace tiles;
-  raise_stream<LinearStreamTile<kCols, 1, OutT, kFusion>>();
-  raise_stream<LinearStreamTile<kCols, 2, OutT, kFusion>>();
-  raise_stream<LinearStreamTile<kCols, 4, OutT, kFusion>>();
-  raise_stream<LinearStreamTile<kCols, 8, OutT, kFusion>>();
-}
-
-template <typename OutT, int kCols>
-void raise_linear_width() {
-  using tiles::LinearFusion;
-  raise_all<tiles::LinearMmaTile<kCols, OutT>>();
-  raise_stream_width<OutT, kCols, LinearFusion::plain>();
-  if constexpr (std::is_same_v<OutT, tiles::bf16>) {  // norm-linear (glu or not)
-    raise_stream_width<OutT, kCols, LinearFusion::normed>();
-    raise_stream_width<OutT, kCols, LinearFusion::normed_glu>();
-  }
-}
-
-template <typename OutT>
-void raise_linear() {
-  raise_linear_width<OutT, 16>();
-  raise_linear_width<OutT, 32>();
-  raise_linear_width<OutT, 64>();
-  raise_linear_width<OutT, 128>();
-}
-
-template <bool kTranspose>
-void raise_conv() {
-  using namespace tiles;
-  raise_all<ConvMmaTile<16, kTranspose>, ConvMmaTile<32, kTranspose>, ConvMmaTile<64, kTranspose>,
-            ConvMmaTile<128, kTranspose>>();
-}
-
 }  // namespace
 
 void prepare_kernels() {
   static std::once_flag once;
   std::call_once(once, [] {
-    raise_linear<tiles::bf16>();
-    raise_linear<float>();
-    raise_all<tiles::AttentionPrefillTile<64>, tiles::AttentionPrefillTile<128>>();
-    raise_conv<false>();
-    raise_conv<true>();
+    op_kind_table::for_each_body([&]<class Body>() {
+      if constexpr (tiles::StreamedBody<Body>) {
+        stream_device<Body, false>();
+        stream_device<Body, true>();
+      } else {
+        raise_smem_limit<Body, false>();
+        raise_smem_limit<Body, true>();
+      }
+    });
   });
 }
 

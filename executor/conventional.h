@@ -53,15 +53,16 @@ class KernelContext {
 // kernel is launched with Programmatic Dependent Launch (executor/launch.h); cuBLASLt's never
 // are. With `sync`, as a kernel of a tile region (executor/tile_region.h fills it; our kernel
 // only). Throws megacut::Error when the tile bodies do not support the op (see can_implement in
-// executor/tile_layouts.cuh), when a buffer is missing, when the cuBLASLt provider is asked
+// executor/op_support.h), when a buffer is missing, when the cuBLASLt provider is asked
 // for without a context or in a tile region, or when a launch fails.
 void launch_op(const model::Graph& graph, int op, const StageBuffers& buffers, cudaStream_t stream,
                LinearProvider provider = LinearProvider::ours, KernelContext* context = nullptr,
                bool pdl = false, const TileSync* sync = nullptr);
 
-// Raises the dynamic shared-memory limit of every tile kernel that needs more than the default
-// 48 KB, once per process; launch_op also does it on first use of each kernel. Call it before
-// capturing a graph to keep attribute changes out of the capture.
+// Raises the dynamic shared-memory limit of the kernels of every body the op-kind table may pick
+// (executor/op_kind_table.cuh), once per process; launch_op also does it on first use of a
+// kernel that needs more than the default 48 KB. Call it before capturing a graph to keep
+// attribute changes out of the capture.
 void prepare_kernels();
 
 }  // namespace megacut::executor

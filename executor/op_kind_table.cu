@@ -1,33 +1,11 @@
 // can_implement and tile_body_name (op_support.h), answered by the op-kind table.
-#include <cxxabi.h>
-
-#include <cstdlib>
-#include <memory>
 #include <string>
-#include <typeinfo>
 
 #include "executor/op_kind_table.cuh"
 #include "executor/op_support.h"
 #include "model/error.h"
 
 namespace megacut::executor {
-namespace {
-
-// The type's name as the compiler spells it in source ("megacut::tiles::LinearStreamTile<16, 1,
-// __nv_bfloat16, (megacut::tiles::LinearFusion)0>"): what NVRTC instantiates is then the type
-// the table selected, by construction.
-template <class T>
-std::string type_name() {
-  int status = 0;
-  const std::unique_ptr<char, decltype(&std::free)> name(
-      abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status), &std::free);
-  if (status != 0 || name == nullptr) {
-    throw Error(std::string("cannot spell the tile body type '") + typeid(T).name() + "'");
-  }
-  return name.get();
-}
-
-}  // namespace
 
 Support can_implement(const model::Graph& graph, int op) {
   const model::Op& o = graph.op(op);
@@ -44,7 +22,7 @@ std::string tile_body_name(const model::Graph& graph, int op) {
   const model::Op& o = graph.op(op);
   std::string name;
   op_kind_table::with_row(o.kind->name(), [&](const auto& row) {
-    auto spell = [&]<class Body>() { name = type_name<Body>(); };
+    auto spell = [&]<class Body>() { name = op_kind_table::type_name<Body>(); };
     op_kind_table::select_body(row, graph, o, spell);
   });
   return name;

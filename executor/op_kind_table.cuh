@@ -11,10 +11,15 @@
 //   });
 #pragma once
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 
 #include "executor/op_checks.h"
 #include "executor/op_support.h"
@@ -26,23 +31,26 @@
 namespace megacut::executor {
 namespace op_kind_table {
 
-// Calls f.template operator()<kWidth>() for a width of 16, 32, 64 or 128 (128 for any other:
-// the row's check refuses those first).
-template <class F>
-void by_width(int width, F&& f) {
-  switch (width) {
-    case 16:
-      return f.template operator()<16>();
-    case 32:
-      return f.template operator()<32>();
-    case 64:
-      return f.template operator()<64>();
-    default:
-      return f.template operator()<128>();
-  }
+// Calls f.template operator()<kValue>() with the kValue equal to `value`, the last of them for
+// any other (the row's check refuses those first).
+template <int... kValues, class F>
+void by_value(int value, F&& f) {
+  constexpr int kAll[] = {kValues...};
+  constexpr int kLast = kAll[sizeof...(kValues) - 1];
+  const bool found =
+      ((value == kValues && kValues != kLast ? (f.template operator()<kValues>(), true) : false) ||
+       ...);
+  if (!found) f.template operator()<kLast>();
 }
 
-// Selectors: select(graph, op, pick) calls pick.template operator()<Body>() with the op's body.
+// Calls f.template operator()<kValue>() for each kValue.
+template <int... kValues, class F>
+void each_value(F&& f) {
+  (f.template operator()<kValues>(), ...);
+}
+
+// Selectors: select(graph, op, pick) calls pick.template operator()<Body>() with the op's body;
+// each(visit) calls visit.template operator()<Body>() with every body select may pick.
 
 // One body for every op of the kind.
 template <class Body>
@@ -51,55 +59,75 @@ struct Only {
   static void select(const model::Graph&, const model::Op&, Pick& pick) {
     pick.template operator()<Body>();
   }
+  template <class Visit>
+  static void each(Visit& visit) {
+    visit.template operator()<Body>();
+  }
 };
 
 // linear, lm-head, step-head and the fused linears: the tensor-core GEMM where the tile is 128
 // rows and kMma allows it (the fused kinds run only on the weight-streaming body), else the
-// weight-streaming body for the tile's width and rows.
+// weight-streaming body for the tile's width (16, 32, 64, 128) and 8-row blocks (1, 2, 4, 8).
 template <typename OutT, tiles::LinearFusion kFusion, bool kMma>
 struct Linear {
+  template <int kCols>
+  using Mma = tiles::LinearMmaTile<kCols, OutT>;
+  template <int kCols, int kN8>
+  using Stream = tiles::LinearStreamTile<kCols, kN8, OutT, kFusion>;
+
   template <class Pick>
   static void select(const model::Graph&, const model::Op& op, Pick& pick) {
     const LinearShape s = linear_shape(op);
-    by_width(s.cols, [&]<int kCols>() {
+    by_value<16, 32, 64, 128>(s.cols, [&]<int kCols>() {
       if constexpr (kMma) {
-        if (s.mma) return pick.template operator()<tiles::LinearMmaTile<kCols, OutT>>();
+        if (s.mma) return pick.template operator()<Mma<kCols>>();
       }
-      switch (s.n8) {
-        case 1:
-          return pick.template operator()<tiles::LinearStreamTile<kCols, 1, OutT, kFusion>>();
-        case 2:
-          return pick.template operator()<tiles::LinearStreamTile<kCols, 2, OutT, kFusion>>();
-        case 4:
-          return pick.template operator()<tiles::LinearStreamTile<kCols, 4, OutT, kFusion>>();
-        default:
-          return pick.template operator()<tiles::LinearStreamTile<kCols, 8, OutT, kFusion>>();
-      }
+      by_value<1, 2, 4, 8>(s.n8,
+                           [&]<int kN8>() { pick.template operator()<Stream<kCols, kN8>>(); });
+    });
+  }
+  template <class Visit>
+  static void each(Visit& visit) {
+    each_value<16, 32, 64, 128>([&]<int kCols>() {
+      if constexpr (kMma) visit.template operator()<Mma<kCols>>();
+      each_value<1, 2, 4, 8>([&]<int kN8>() { visit.template operator()<Stream<kCols, kN8>>(); });
     });
   }
 };
 
 // norm-linear: normed, or normed_glu where it reads a gate and an up row a feature.
 struct NormLinear {
+  using Normed = Linear<tiles::bf16, tiles::LinearFusion::normed, false>;
+  using NormedGlu = Linear<tiles::bf16, tiles::LinearFusion::normed_glu, false>;
+
   template <class Pick>
   static void select(const model::Graph& g, const model::Op& op, Pick& pick) {
-    using tiles::LinearFusion;
-    if (model::norm_linear_glu(op)) {
-      return Linear<tiles::bf16, LinearFusion::normed_glu, false>::select(g, op, pick);
-    }
-    Linear<tiles::bf16, LinearFusion::normed, false>::select(g, op, pick);
+    if (model::norm_linear_glu(op)) return NormedGlu::select(g, op, pick);
+    Normed::select(g, op, pick);
+  }
+  template <class Visit>
+  static void each(Visit& visit) {
+    Normed::each(visit);
+    NormedGlu::each(visit);
   }
 };
 
 // attention: one query row and head a tile (decode) or flash attention over several rows, for
-// the op's head_dim.
+// the op's head_dim (16, 32, 64, 128).
 struct Attention {
   template <class Pick>
   static void select(const model::Graph&, const model::Op& op, Pick& pick) {
     const AttentionShape s = attention_shape(op);
-    by_width(s.head_dim, [&]<int kHeadDim>() {
+    by_value<16, 32, 64, 128>(s.head_dim, [&]<int kHeadDim>() {
       if (s.decode) return pick.template operator()<tiles::AttentionDecodeTile<kHeadDim>>();
       pick.template operator()<tiles::AttentionPrefillTile<kHeadDim>>();
+    });
+  }
+  template <class Visit>
+  static void each(Visit& visit) {
+    each_value<16, 32, 64, 128>([&]<int kHeadDim>() {
+      visit.template operator()<tiles::AttentionDecodeTile<kHeadDim>>();
+      visit.template operator()<tiles::AttentionPrefillTile<kHeadDim>>();
     });
   }
 };
@@ -108,8 +136,14 @@ struct Attention {
 struct QkvAttention {
   template <class Pick>
   static void select(const model::Graph&, const model::Op& op, Pick& pick) {
-    by_width(attention_shape(op).head_dim, [&]<int kHeadDim>() {
+    by_value<16, 32, 64, 128>(attention_shape(op).head_dim, [&]<int kHeadDim>() {
       pick.template operator()<tiles::QkvAttentionDecodeTile<kHeadDim>>();
+    });
+  }
+  template <class Visit>
+  static void each(Visit& visit) {
+    each_value<16, 32, 64, 128>([&]<int kHeadDim>() {
+      visit.template operator()<tiles::QkvAttentionDecodeTile<kHeadDim>>();
     });
   }
 };
@@ -118,16 +152,21 @@ struct QkvAttention {
 // the shape (conv_shape), else the direct body.
 template <bool kTranspose>
 struct Conv {
+  using Direct = std::conditional_t<kTranspose, tiles::ConvTranspose1dTile, tiles::Conv1dTile>;
+
   template <class Pick>
   static void select(const model::Graph& g, const model::Op& op, Pick& pick) {
     const ConvShape s = conv_shape(g, op);
-    if (!s.mma) {
-      using Direct = std::conditional_t<kTranspose, tiles::ConvTranspose1dTile, tiles::Conv1dTile>;
-      return pick.template operator()<Direct>();
-    }
-    by_width(s.cols, [&]<int kCols>() {
+    if (!s.mma) return pick.template operator()<Direct>();
+    by_value<16, 32, 64, 128>(s.cols, [&]<int kCols>() {
       pick.template operator()<tiles::ConvMmaTile<kCols, kTranspose>>();
     });
+  }
+  template <class Visit>
+  static void each(Visit& visit) {
+    visit.template operator()<Direct>();
+    each_value<16, 32, 64, 128>(
+        [&]<int kCols>() { visit.template operator()<tiles::ConvMmaTile<kCols, kTranspose>>(); });
   }
 };
 
@@ -199,6 +238,27 @@ void select_body(const R& row, const model::Graph& g, const model::Op& op, Pick&
     pick.template operator()<Body>();
   };
   row.select.select(g, op, checked);
+}
+
+// The type's name as the compiler spells it in source ("megacut::tiles::LinearStreamTile<16, 1,
+// __nv_bfloat16, (megacut::tiles::LinearFusion)0>"): tile_body_name's, so that what NVRTC
+// instantiates is the type the table selected, by construction.
+template <class T>
+std::string type_name() {
+  int status = 0;
+  const std::unique_ptr<char, decltype(&std::free)> name(
+      abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status), &std::free);
+  if (status != 0 || name == nullptr) {
+    throw Error(std::string("cannot spell the tile body type '") + typeid(T).name() + "'");
+  }
+  return name.get();
+}
+
+// Calls visit.template operator()<Body>() with every body any row may pick (a body some rows
+// share, once for each).
+template <class Visit>
+void for_each_body(Visit&& visit) {
+  std::apply([&](const auto&... row) { (row.select.each(visit), ...); }, kRows);
 }
 
 }  // namespace op_kind_table
