@@ -227,17 +227,23 @@ bool with_row(std::string_view kind, F&& f) {
       kRows);
 }
 
-// Calls pick.template operator()<Body>() with the body `row` selects for op `op`.
+// `pick`, for the bodies of `row`: each must take the layout the row builds.
 template <class R, class Pick>
-void select_body(const R& row, const model::Graph& g, const model::Op& op, Pick& pick) {
+auto checked(const R& row, Pick& pick) {
   using Layout = std::invoke_result_t<decltype(row.layout), const model::Graph&, const model::Op&,
                                       const StageBuffers&>;
-  auto checked = [&]<class Body>() {
+  return [&pick]<class Body>() {
     static_assert(std::is_same_v<typename Body::Layout, Layout>,
                   "a row's bodies take the layout the row builds");
     pick.template operator()<Body>();
   };
-  row.select.select(g, op, checked);
+}
+
+// Calls pick.template operator()<Body>() with the body `row` selects for op `op`.
+template <class R, class Pick>
+void select_body(const R& row, const model::Graph& g, const model::Op& op, Pick& pick) {
+  auto pick_checked = checked(row, pick);
+  row.select.select(g, op, pick_checked);
 }
 
 // The type's name as the compiler spells it in source ("megacut::tiles::LinearStreamTile<16, 1,
@@ -258,7 +264,11 @@ std::string type_name() {
 // share, once for each).
 template <class Visit>
 void for_each_body(Visit&& visit) {
-  std::apply([&](const auto&... row) { (row.select.each(visit), ...); }, kRows);
+  auto each = [&](const auto& row) {
+    auto visit_checked = checked(row, visit);
+    row.select.each(visit_checked);
+  };
+  std::apply([&](const auto&... row) { (each(row), ...); }, kRows);
 }
 
 }  // namespace op_kind_table
