@@ -224,8 +224,12 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
 
   const auto t0 = std::chrono::steady_clock::now();
   nvrtcProgram program = nullptr;
-  if (nvrtcCreateProgram(&program, source.c_str(), "megacut_region.cu", 1, &kCstdint,
-                         &kCstdintName) != NVRTC_SUCCESS) {
+  // Named as a file of the include root: NVRTC looks for the source's quoted includes beside it
+  // first, and a bare name would put that in the working directory, whose executor/ headers
+  // (another checkout's) would then shadow the root's.
+  const std::string name = (fs::path(root) / "megacut_region.cu").string();
+  if (nvrtcCreateProgram(&program, source.c_str(), name.c_str(), 1, &kCstdint, &kCstdintName) !=
+      NVRTC_SUCCESS) {
     throw Error(what + ": nvrtcCreateProgram failed");
   }
   std::vector<const char*> argv;

@@ -36,7 +36,10 @@ for patch in "${patches[@]}"; do
   name=${name%.*}
   tree=$work/$name
   mkdir -p "$tree"
-  (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$tree")
+  # The tracked files the work tree has (a copy of it may lack files its index still lists).
+  (cd "$root" && git ls-files -z | while IFS= read -r -d '' f; do
+    [[ -e $f ]] && printf '%s\0' "$f"
+  done | xargs -0 cp --parents -t "$tree")
   if ! (cd "$tree" && git apply "$patch"); then
     echo "nvrtc-variants: $patch does not apply to this tree" >&2
     exit 1
