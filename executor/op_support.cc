@@ -107,6 +107,13 @@ std::string why_not_step(const Graph& g, const Op& op) {
   return {};
 }
 
+// embedding and step-embedding: the row lookup, given its dtype check.
+std::string lookup(const Graph& g, const Op& op, std::string dtypes) {
+  const model::Tiling& t = op.tiling;
+  return first_failure({std::move(dtypes), check_multiple("hidden", t.cols, 8),
+                        check_multiple("tile_cols", t.tile_cols, 8)});
+}
+
 // linear, lm-head and step-head: the weight-streaming body up to 64 rows a tile, the tensor-core
 // GEMM at 128.
 std::string plain_linear(const Graph& g, const Op& op, DType out, bool step) {
@@ -186,18 +193,12 @@ std::string elementwise_pair(const Graph& g, const Op& op, std::string dtypes, i
 namespace checks {
 
 std::string embedding(const Graph& g, const Op& op) {
-  const model::Tiling& t = op.tiling;
-  return first_failure({check_dtypes(g, op, {DType::i32}, DType::bf16),
-                        check_multiple("hidden", t.cols, 8),
-                        check_multiple("tile_cols", t.tile_cols, 8)});
+  return lookup(g, op, check_dtypes(g, op, {DType::i32}, DType::bf16));
 }
 
 std::string step_embedding(const Graph& g, const Op& op) {
   if (std::string e = why_not_step(g, op); !e.empty()) return e;
-  const model::Tiling& t = op.tiling;
-  return first_failure({check_dtypes(g, op, {DType::i32, DType::i32}, DType::bf16),
-                        check_multiple("hidden", t.cols, 8),
-                        check_multiple("tile_cols", t.tile_cols, 8)});
+  return lookup(g, op, check_dtypes(g, op, {DType::i32, DType::i32}, DType::bf16));
 }
 
 std::string rmsnorm(const Graph& g, const Op& op) {
