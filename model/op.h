@@ -32,12 +32,16 @@ struct TileCost {
   int64_t bytes_written = 0;
   int64_t flops = 0;
   int64_t link_bytes = 0;  // sent to other GPUs (tensor parallel's collectives), per GPU
+  // Of bytes_read, the weight matrix's: no kernel writes them, so a tile may load them before
+  // its inputs are ready (a megakernel's weight ring streams them ahead of the task).
+  int64_t weight_bytes = 0;
 
   TileCost& operator+=(const TileCost& other) {
     bytes_read += other.bytes_read;
     bytes_written += other.bytes_written;
     flops += other.flops;
     link_bytes += other.link_bytes;
+    weight_bytes += other.weight_bytes;
     return *this;
   }
 };

@@ -62,8 +62,10 @@ class RmsNorm final : public Kind {
 // weight_rows of them an output feature) and its output; 2 FLOPs a weight element and row.
 TileCost product_cost(const Box& out, int64_t k, int64_t out_bytes, int64_t weight_rows = 1) {
   const int64_t rows = weight_rows * out.cols();
-  return {out.rows() * k * kBf16 + rows * k * kBf16, out.rows() * out.cols() * out_bytes,
-          2 * out.rows() * rows * k};
+  TileCost c{out.rows() * k * kBf16 + rows * k * kBf16, out.rows() * out.cols() * out_bytes,
+             2 * out.rows() * rows * k};
+  c.weight_bytes = rows * k * kBf16;
+  return c;
 }
 
 // linear and lm-head: y = x W^T with W the row-wise concatenation of the op's weights

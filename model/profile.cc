@@ -75,7 +75,9 @@ LaunchConfig launch_from(const Node& n) {
 }
 
 json region_config_to_json(const RegionConfig& c) {
-  return {{"threads", c.threads}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}};
+  json j = {{"threads", c.threads}, {"registers", c.registers}, {"smem_bytes", c.smem_bytes}};
+  if (c.ring_bytes > 0) j["ring_bytes"] = c.ring_bytes;
+  return j;
 }
 
 RegionConfig region_config_from(const Node& n) {
@@ -83,6 +85,7 @@ RegionConfig region_config_from(const Node& n) {
   c.threads = static_cast<int>(n.at("threads").integer(1, 1024));
   c.registers = static_cast<int>(n.at("registers").integer(1, 255));
   c.smem_bytes = n.at("smem_bytes").integer(0);
+  if (n.has("ring_bytes")) c.ring_bytes = n.at("ring_bytes").integer(0, c.smem_bytes);
   return c;
 }
 

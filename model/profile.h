@@ -166,11 +166,15 @@ struct ConvKernel {
   friend bool operator==(const ConvKernel&, const ConvKernel&) = default;
 };
 
-// The configuration of a persistent region: block size, registers per thread, shared memory.
+// The configuration of a persistent region: block size, registers per thread, shared memory,
+// and of that the weight ring each CTA streams its tasks' weights into ahead of them.
 struct RegionConfig {
   int threads = 0;
   int registers = 0;
   int64_t smem_bytes = 0;
+  // 0 where no body streams, and in profiles from before the ring was recorded: the simulator
+  // then loads no weights ahead of a task.
+  int64_t ring_bytes = 0;
   friend bool operator==(const RegionConfig&, const RegionConfig&) = default;
 };
 

@@ -5,6 +5,7 @@
 
 #include "executor/cuda_check.h"
 #include "executor/device.h"
+#include "executor/tiles/stream_shape.h"
 #include "model/error.h"
 #include "model/stats.h"
 #include "profiler/nvtx.h"
@@ -200,7 +201,8 @@ OpTasks benchmark_op_tasks(executor::ScenarioRunner& runner, int stage, int op,
     }
     if (it == ctas.rbegin()) {
       result.region = {config.block_threads, config.registers,
-                       int64_t{config.dynamic_smem_bytes} + config.static_smem_bytes};
+                       int64_t{config.dynamic_smem_bytes} + config.static_smem_bytes,
+                       int64_t{config.ring_slots} * tiles::kStreamSlotBytes};
     }
     const int samples_per_launch = static_cast<int>(tiles);
     const int launches =

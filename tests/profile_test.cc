@@ -134,6 +134,23 @@ TEST(ProfileTest, RegionStartupRoundTripsAndMayBeAbsent) {
             "\"ns\", got \"ms\"");
 }
 
+TEST(ProfileTest, WeightRingRoundTripsAndMayBeAbsent) {
+  model::Profile p = tiny();
+  p.batches[0].stages[1].ops[3].task_region->smem_bytes = 32768;
+  p.batches[0].stages[1].ops[3].task_region->ring_bytes = 16384;
+  nlohmann::json j = model::profile_to_json(p);
+  nlohmann::json& region = j["batches"][0]["stages"][1]["ops"][3]["task_region"];
+  EXPECT_EQ(region.at("ring_bytes"), 16384);
+  EXPECT_TRUE(model::profile_from_json(j, "tiny.json").same_content(p));
+  // Absent (no ring, or a profile from before it was recorded): 0, and not written.
+  region.erase("ring_bytes");
+  const model::Profile without = model::profile_from_json(j, "tiny.json");
+  EXPECT_EQ(without.batches[0].stages[1].ops[3].task_region->ring_bytes, 0);
+  EXPECT_FALSE(
+      model::profile_to_json(without)["batches"][0]["stages"][1]["ops"][3]["task_region"].contains(
+          "ring_bytes"));
+}
+
 TEST(ProfileTest, MissingStatisticNamesFileAndField) {
   nlohmann::json j = model::profile_to_json(tiny());
   j["batches"][1]["stages"][0]["ops"][17]["conv"]["duration_ns"].erase("p50");
@@ -168,6 +185,13 @@ TEST(ProfileTest, BadFieldsNameFileAndField) {
        "[1, 8], got 99"},
       {[](auto& j) { j["batches"][0]["stages"][1]["ops"][3].erase("task_region"); },
        "llama.json: field 'batches[0].stages[1].ops[3].task_region': missing"},
+      {[](auto& j) {
+         auto& region = j["batches"][0]["stages"][1]["ops"][3]["task_region"];
+         region["smem_bytes"] = 1000;
+         region["ring_bytes"] = 1001;
+       },
+       "llama.json: field 'batches[0].stages[1].ops[3].task_region.ring_bytes': expected an "
+       "integer in [0, 1000], got 1001"},
       {[](auto& j) {
          j["batches"][0]["stages"][0]["ops"][2]["conv"]["launch"]["grid"] = {1, 2};
        },

@@ -528,6 +528,13 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
         ASSERT_TRUE(op.task_region.has_value());
         EXPECT_GT(op.task_region->threads, 0);
         EXPECT_GT(op.task_region->registers, 0);
+        // A ring is whole 16 KB slots of the region's shared memory; the fused products run on
+        // the weight-streaming body only, so theirs stream.
+        EXPECT_LE(op.task_region->ring_bytes, op.task_region->smem_bytes);
+        EXPECT_EQ(op.task_region->ring_bytes % 16384, 0);
+        if (op.kind == "norm-linear" || op.kind == "linear-residual") {
+          EXPECT_GE(op.task_region->ring_bytes, 2 * 16384);
+        }
         const int64_t tiles = g.op(op.index).tiling.count();
         std::vector<int> expected;
         for (int c : ctas) {
