@@ -85,6 +85,7 @@ std::vector<TimeNs> MkRegionEvaluator::makespans_of(int begin, std::span<const i
         c.fixed_ns.resize(static_cast<size_t>(s.task_count()));
         c.bytes.resize(static_cast<size_t>(s.task_count()));
         if (!c.link_bytes.empty()) c.link_bytes.resize(static_cast<size_t>(s.task_count()));
+        if (!c.ahead_bytes.empty()) c.ahead_bytes.resize(static_cast<size_t>(s.task_count()));
         out.push_back(simulator::simulate_megakernel(graph_, s, c, params_).makespan_ns);
         stats_.tasks += s.task_count();
         ++stats_.regions;

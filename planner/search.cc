@@ -369,12 +369,12 @@ class StageSearcher {
   //    it exceeds local_upper_[b]: the K-th best prefix ending in mk at b, or the K-th best
   //    ending in conv there plus what any continuation can cost more after conv than after mk
   //    (delta): either way K compositions beat every one through it;
-  //  - when a run from a reaches b at time `now`, every task of ops [b, e) starts no earlier,
-  //    so a prefix through region [a, e), e > b, costs at least the best prefix into a plus
-  //    now plus the bound on [b, e)'s tasks; it is of no use when that exceeds the K-th best
-  //    prefix into b extended by conv to e, plus delta. rest_[b] is the least, over e, of the
-  //    bound less the extension and delta: when the best prefix into a plus now plus rest_[b]
-  //    exceeds any_upper_[b], the run can stop.
+  //  - when a run from a reaches b at time `now`, no task of ops [b, e) has started or moved a
+  //    byte (simulator/megakernel.h: not even one it loads ahead), so a prefix through region [a,
+  //    e), e > b, costs at least the best prefix into a plus now plus the bound on [b, e)'s tasks;
+  //    it is of no use when that exceeds the K-th best prefix into b extended by conv to e, plus
+  //    delta. rest_[b] is the least, over e, of the bound less the extension and delta: when the
+  //    best prefix into a plus now plus rest_[b] exceeds any_upper_[b], the run can stop.
   void bound_locally() {
     const int k = options_.top_k;
     auto kth = [&](const std::vector<Entry>& list) {

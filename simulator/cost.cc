@@ -84,10 +84,20 @@ model::RegionConfig predict_region_config(std::span<const model::RegionConfig> m
                                           int64_t registers_per_sm) {
   if (members.empty()) throw Error("predict_region_config: a region has at least one op");
   model::RegionConfig c;
+  int64_t scratch = 0;  // the most shared memory a member has besides its ring
   for (const model::RegionConfig& m : members) {
     c.threads = std::max(c.threads, m.threads);
     c.registers = std::max(c.registers, m.registers);
     c.smem_bytes = std::max(c.smem_bytes, m.smem_bytes);
+    scratch = std::max(scratch, m.smem_bytes - m.ring_bytes);
+  }
+  // The ring takes what the largest scratch, streamed body's or not, leaves: each streamed
+  // member's ring less what that scratch exceeds its own by, the least of them.
+  for (const model::RegionConfig& m : members) {
+    if (m.ring_bytes <= 0) continue;
+    const int64_t ring =
+        std::max<int64_t>(0, m.ring_bytes - (scratch - (m.smem_bytes - m.ring_bytes)));
+    c.ring_bytes = c.ring_bytes > 0 ? std::min(c.ring_bytes, ring) : ring;
   }
   const int64_t fit = std::min<int64_t>(255, registers_per_sm / c.threads / 8 * 8);
   c.registers = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(c.registers, fit)));

@@ -63,8 +63,10 @@ struct CollectiveFit {
 CollectiveFit fit_collective(std::span<const double> link_bytes, std::span<const double> time_ns);
 
 // The configuration a region built from these members gets: the most threads and the most
-// shared memory of any member, and the most registers per thread that the register file
-// allows at that block size (a multiple of 8, at most 255; one CTA per SM).
+// shared memory of any member, the most registers per thread that the register file allows at
+// that block size (a multiple of 8, at most 255; one CTA per SM), and a weight ring where a
+// member has one: the room the largest scratch of any member leaves it (a member's shared memory
+// besides its ring), as the executor sizes it.
 model::RegionConfig predict_region_config(std::span<const model::RegionConfig> members,
                                           int64_t registers_per_sm);
 

@@ -9,7 +9,11 @@
 namespace megacut::simulator {
 namespace {
 
-enum Phase : int64_t { kStart = 0, kMoved = 1, kEnd = 2 };
+enum Phase : int64_t { kStart = 0, kMoved = 1, kEnd = 2, kAhead = 3 };
+
+// Where a task's bytes are: none moving yet; its ahead part moving, or through before the task
+// started; the rest started (after the ahead part, if any).
+enum Stream : int8_t { kIdle = 0, kAheadMoving = 1, kAheadDone = 2, kRest = 3 };
 
 // The region's state; per-task arrays are indexed by task id minus the first task id. Queue q
 // runs schedule.queues[q] up to (not including) position queue_end_[q].
@@ -28,8 +32,15 @@ class Run final : public EventHandler {
         links_(!costs.link_bytes.empty()) {
     const size_t n = static_cast<size_t>(last_ - first_);
     if (costs.fixed_ns.size() != n || costs.bytes.size() != n ||
-        (links_ && costs.link_bytes.size() != n)) {
+        (links_ && costs.link_bytes.size() != n) ||
+        (!costs.ahead_bytes.empty() && costs.ahead_bytes.size() != n)) {
       throw Error("simulate_megakernel: task costs do not match the region's task count");
+    }
+    for (size_t j = 0; j < costs.ahead_bytes.size(); ++j) {
+      if (!(costs.ahead_bytes[j] >= 0 && costs.ahead_bytes[j] <= costs.bytes[j])) {
+        throw Error("simulate_megakernel: task " + std::to_string(first_ + j) +
+                    " loads more bytes ahead than it moves");
+      }
     }
     if (links_ && !(params.link_bytes_per_ns > 0)) {
       throw Error(
@@ -38,6 +49,7 @@ class Run final : public EventHandler {
     }
     pending_.assign(n, 0);
     moving_.assign(n, 0);
+    stream_.assign(n, kIdle);
     ready_.assign(n, 0);
     dep_pred_.assign(n, -1);
     pred_.assign(n, -1);
@@ -77,7 +89,8 @@ class Run final : public EventHandler {
   }
 
   // Continues `parent` as the region of its tasks [first, last) alone: every parent task
-  // before `first` has ended, the latest at `ended_ns`, and none from `last` on has started.
+  // before `first` has ended, the latest at `ended_ns`, and none from `last` on has started or
+  // begun to load ahead.
   // Only the makespan is kept (no critical path, spans or lane times).
   Run(const Run& parent, model::TaskId first, model::TaskId last, TimeNs ended_ns)
       : graph_(parent.graph_),
@@ -98,6 +111,7 @@ class Run final : public EventHandler {
     };
     pending_ = slice(parent.pending_);
     moving_ = slice(parent.moving_);
+    stream_ = slice(parent.stream_);
     ready_ = slice(parent.ready_);
     queue_of_ = slice(parent.queue_of_);
     start_ = slice(parent.start_);
@@ -125,7 +139,8 @@ class Run final : public EventHandler {
       payload -= a << 2;
       return j >= a && j < b;
     });
-    // Transfers in progress are of tasks started and not ended: all in [first, last).
+    // Transfers in progress are of tasks started or loading ahead, and not ended: all in
+    // [first, last).
     bandwidth_.copy_from(parent.bandwidth_, this, a << 2);
     link_.copy_from(parent.link_, this, a << 2);
   }
@@ -171,7 +186,9 @@ class Run final : public EventHandler {
   MegakernelRun run() {
     add_resources();
     for (int q = 0; q < schedule_.queue_count(); ++q) {
-      if (!schedule_.queues[q].empty()) try_start(schedule_.queues[q][0] - first_);
+      if (schedule_.queues[q].empty()) continue;
+      queue_free(schedule_.queues[q][0] - first_, 0);
+      try_start(schedule_.queues[q][0] - first_);
     }
     engine_.run();
     if (stopped_) return std::move(out_);
@@ -190,27 +207,34 @@ class Run final : public EventHandler {
     if (stopped_) return;  // let the engine drain
     const int64_t j = payload >> 2;
     switch (payload & 3) {
+      case kAhead:
+        if (prefixes_ != nullptr) {
+          finish_prefixes(first_ + j, now);
+          if (stopped_) return;
+        }
+        stream_[j] = kAheadMoving;
+        bandwidth_.start(now, ahead(j), this, (j << 2) | kMoved);
+        ++moving_[j];
+        break;
       case kStart:
         if (prefixes_ != nullptr) {
           finish_prefixes(first_ + j, now);
           if (stopped_) return;
         }
         start_[j] = now;
-        // Device bytes and link bytes move at once; the fixed time follows the later.
-        if (const double bytes = costs_.bytes[j + cost_offset_]; bytes > 0) {
-          bandwidth_.start(now, bytes, this, (j << 2) | kMoved);
-          ++moving_[j];
-        }
-        if (links_) {
-          if (const double bytes = costs_.link_bytes[j + cost_offset_]; bytes > 0) {
-            link_.start(now, bytes, this, (j << 2) | kMoved);
-            ++moving_[j];
-          }
-        }
-        if (moving_[j] > 0) break;
-        [[fallthrough]];
+        // The rest of its bytes follow the ahead part still moving.
+        if (stream_[j] != kAheadMoving) move_rest(j, now);
+        break;
       case kMoved:
-        if (moving_[j] > 0 && --moving_[j] > 0) break;
+        if (--moving_[j] > 0) break;
+        if (stream_[j] == kAheadMoving) {
+          if (start_[j] < 0) {
+            stream_[j] = kAheadDone;
+          } else {
+            move_rest(j, now);
+          }
+          break;
+        }
         engine_.schedule(add_time(now, costs_.fixed_ns[j + cost_offset_]), this, (j << 2) | kEnd);
         break;
       case kEnd:
@@ -225,6 +249,35 @@ class Run final : public EventHandler {
   void add_resources() {
     engine_.add_resource(&bandwidth_);
     if (links_) engine_.add_resource(&link_);
+  }
+
+  double ahead(int64_t j) const {
+    return costs_.ahead_bytes.empty() ? 0.0 : costs_.ahead_bytes[j + cost_offset_];
+  }
+
+  // Task j's queue has reached it (the task before on it ended): its weight ring starts loading
+  // what it loads ahead, as an event, so that a run of a shorter region continues from before it.
+  void queue_free(int64_t j, TimeNs now) {
+    if (ahead(j) > 0) engine_.schedule(now, this, (j << 2) | kAhead);
+  }
+
+  // Task j has started and what it loaded ahead is through: the rest of its device bytes and its
+  // link bytes move at once, and its fixed time follows the later.
+  void move_rest(int64_t j, TimeNs now) {
+    stream_[j] = kRest;
+    if (const double bytes = costs_.bytes[j + cost_offset_] - ahead(j); bytes > 0) {
+      bandwidth_.start(now, bytes, this, (j << 2) | kMoved);
+      ++moving_[j];
+    }
+    if (links_) {
+      if (const double bytes = costs_.link_bytes[j + cost_offset_]; bytes > 0) {
+        link_.start(now, bytes, this, (j << 2) | kMoved);
+        ++moving_[j];
+      }
+    }
+    if (moving_[j] == 0) {
+      engine_.schedule(add_time(now, costs_.fixed_ns[j + cost_offset_]), this, (j << 2) | kEnd);
+    }
   }
 
   // Queues task j's start if its queue has reached it, is idle, and its dependencies are met.
@@ -255,6 +308,10 @@ class Run final : public EventHandler {
     busy_[q] = 0;
     free_at_[q] = now;
     ++head_[q];
+    const auto& queue = schedule_.queues[q];
+    // Before the dependents: one of them may be the queue's next task, whose start must find its
+    // ahead part on its way.
+    if (head_[q] < queue_end_[q]) queue_free(queue[head_[q]] - first_, now);
     const model::TaskId id = first_ + j;
     for (auto [it, end] = boost::out_edges(static_cast<uint32_t>(id), graph_.tiles()); it != end;
          ++it) {
@@ -268,12 +325,11 @@ class Run final : public EventHandler {
       }
       if (--pending_[k] == 0) try_start(k);
     }
-    const auto& queue = schedule_.queues[q];
     if (head_[q] < queue_end_[q]) try_start(queue[head_[q]] - first_);
   }
 
-  // Task `id` is about to start. Each region of `ends_` that stops at or before its op has run
-  // exactly as the whole one so far: continue it alone from a copy of this state.
+  // Task `id` is about to start or to load ahead. Each region of `ends_` that stops at or before
+  // its op has run exactly as the whole one so far: continue it alone from a copy of this state.
   void finish_prefixes(model::TaskId id, TimeNs now) {
     while (next_end_ < ends_.size() && ends_[next_end_] < schedule_.op_end) {
       const model::TaskId hi = graph_.first_task(ends_[next_end_]);
@@ -351,7 +407,8 @@ class Run final : public EventHandler {
   TimeNs done_max_ = 0;
 
   std::vector<int32_t> pending_;   // dependencies inside the region not yet signalled
-  std::vector<int8_t> moving_;     // transfers of a started task not yet through
+  std::vector<int8_t> moving_;     // transfers of a task not yet through
+  std::vector<int8_t> stream_;     // Stream: where its bytes are
   std::vector<TimeNs> ready_;      // when the last signalled dependency became visible
   std::vector<int32_t> dep_pred_;  // the dependency that set ready_
   std::vector<int32_t> pred_;      // the task this one waited for: dependency or queue order

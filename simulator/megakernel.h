@@ -5,7 +5,9 @@
 // the region's kernel boundary). A task first moves its bytes through the shared device
 // bandwidth, and a communication task (tensor parallel's collectives) its link bytes through
 // the GPU's links at the same time, each shared with the other tasks moving bytes there; then it
-// spends its fixed time (compute and latency no other task slows down).
+// spends its fixed time (compute and latency no other task slows down). The part of its bytes
+// its CTA's weight ring loads ahead (TaskCosts::ahead_bytes) moves first, from when its queue
+// is free: while it waits for its dependencies.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,11 @@ struct TaskCosts {
   std::vector<TimeNs> fixed_ns;
   std::vector<double> bytes;       // through the shared bandwidth; 0 for none
   std::vector<double> link_bytes;  // through the links to the other GPUs; empty: none at all
+  // Of bytes, what the CTA's weight ring loads ahead: from the moment its queue is free (its
+  // task before has ended; the region's start for the first), not waiting for its dependencies.
+  // The rest follows, from the task's start or once these are through, whichever is later: one
+  // stream a CTA. Empty: none at all.
+  std::vector<double> ahead_bytes;
 };
 
 struct MegakernelParams {
@@ -73,7 +80,8 @@ MegakernelRun simulate_megakernel(const model::Graph& graph, const model::Schedu
 // in (op_begin, op_end]), each run with the schedule cut at `end` and the same task costs: what
 // the planner asks for about n^2/2 times per stage. One run of the whole region stands in for
 // all of them. Until the first task of op `end` starts, [op_begin, end) runs exactly as the
-// whole region does (the later tasks only wait, at the back of their queues), so its run goes
+// whole region does (the later tasks only wait, at the back of their queues; the first of them
+// to load weights ahead ends that span as a start does), so its run goes
 // on from a copy of that moment's state (queued events, transfers in progress, in their
 // order), restricted to its tasks not yet ended: usually a few hundred, however long the
 // region. Event for event it is the run simulate_megakernel makes of the cut schedule, so each
@@ -81,8 +89,10 @@ MegakernelRun simulate_megakernel(const model::Graph& graph, const model::Schedu
 //
 // A caller that can tell some regions are of no use (the planner, from bounds) says so as the
 // run reaches each end before the last, given `now`, when the first task of op `end` or later
-// starts (every task of ops [end, e) starts no earlier, for every e), and `floor`, a lower
-// bound on the makespan of the region ending there (exact when all its tasks have ended).
+// starts or begins to load ahead (no task of ops [end, e) moves a byte or starts before it, for
+// every e; each still moves all its bytes and spends its fixed time between its queue's being
+// free and its end), and `floor`, a lower bound on the makespan of the region ending there
+// (exact when all its tasks have ended).
 struct PrefixMakespans {
   std::vector<TimeNs> makespan_ns;  // per end; -1 where skipped or stopped
   int64_t tasks = 0;                // tasks simulated: the whole region, then each copy's

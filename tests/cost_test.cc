@@ -91,5 +91,20 @@ TEST(CostTest, RegionConfigLargestMemberDecidesWithinTheRegisterFile) {
   EXPECT_EQ(predict_region_config(std::vector<model::RegionConfig>{members[1]}, 65536), members[1]);
 }
 
+TEST(CostTest, ARegionsWeightRingIsWhatItsLargestScratchLeaves) {
+  // Two streamed members with 8 KB and 72 KB of scratch (shared memory besides the ring), rings
+  // of 192 KB and 128 KB, and one with 1 KB and no ring: the region's scratch is 72 KB, which
+  // leaves the first member's ring 192 - 64 = 128 KB, the second's its own 128 KB.
+  std::vector<model::RegionConfig> members{
+      {384, 168, 200 * 1024, 192 * 1024}, {384, 168, 200 * 1024, 128 * 1024}, {256, 64, 1024, 0}};
+  EXPECT_EQ(predict_region_config(members, 65536).ring_bytes, 128 * 1024);
+  // A member that streams nothing but needs 168 KB of scratch leaves the rings 32 KB.
+  members[2].smem_bytes = 168 * 1024;
+  EXPECT_EQ(predict_region_config(members, 65536).ring_bytes, 32 * 1024);
+  // Alone, a streamed member keeps its ring; without one a region has none.
+  EXPECT_EQ(predict_region_config(std::span(members).first(1), 65536).ring_bytes, 192 * 1024);
+  EXPECT_EQ(predict_region_config(std::span(members).last(1), 65536).ring_bytes, 0);
+}
+
 }  // namespace
 }  // namespace megacut::simulator

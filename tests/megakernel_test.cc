@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "model/error.h"
 #include "model/graph.h"
 #include "model/op.h"
@@ -266,6 +268,204 @@ TEST(MegakernelTest, RegionsCutShortRunWithTheirLinkTransfersAsAlone) {
   // Op 1 starts at 0.1 µs; its tile 0's 10 KB share the links with tile 1 (50 bytes/ns each,
   // 0.2 µs), then tile 1 sends its other 1.99 MB alone (19.9 µs) and computes 0.1 µs: 20.3 µs.
   EXPECT_EQ(prefixes.makespan_ns[0], 20300);
+}
+
+TaskCosts costs_ahead(std::vector<TimeNs> fixed, std::vector<double> bytes,
+                      std::vector<double> ahead) {
+  return TaskCosts{std::move(fixed), std::move(bytes), {}, std::move(ahead)};
+}
+
+TEST(MegakernelTest, WeightsLoadAheadWhileATaskWaitsForItsDependency) {
+  // Op 0's task (1 µs, no bytes) on queue 0; op 1's on queue 1 waits for it and moves 4 KB at
+  // 4 bytes/ns (1 µs), then computes 100 ns. Loading nothing ahead it starts at 1 µs: 2.1 µs.
+  // Loading all 4 KB ahead, from the region's start, they are through when it starts: 1.1 µs.
+  // Loading 2 KB ahead (0.5 µs), the other 2 KB move from its start: 1 + 0.5 + 0.1 = 1.6 µs.
+  const model::Graph g = chain(2, 1);
+  const model::Schedule s = schedule(0, 2, {{0}, {1}});
+  EXPECT_EQ(simulate_megakernel(g, s, costs({1000, 100}, {0, 4000}), params(4, 0)).makespan_ns,
+            2100);
+  EXPECT_EQ(simulate_megakernel(g, s, costs_ahead({1000, 100}, {0, 4000}, {0, 4000}), params(4, 0))
+                .makespan_ns,
+            1100);
+  EXPECT_EQ(simulate_megakernel(g, s, costs_ahead({1000, 100}, {0, 4000}, {0, 2000}), params(4, 0))
+                .makespan_ns,
+            1600);
+}
+
+TEST(MegakernelTest, TheRestOfATasksBytesFollowsWhatItLoadsAhead) {
+  // Op 0's task takes 200 ns; op 1's loads 2 KB of its 4 KB ahead from 0 to 0.5 µs. It starts at
+  // 0.2 µs and its other 2 KB follow the first, from 0.5 to 1 µs (one stream a CTA, never two
+  // at once): 1.1 µs. Loading nothing ahead, its 4 KB move from 0.2 µs: 1.3 µs.
+  const model::Graph g = chain(2, 1);
+  const model::Schedule s = schedule(0, 2, {{0}, {1}});
+  EXPECT_EQ(simulate_megakernel(g, s, costs_ahead({200, 100}, {0, 4000}, {0, 2000}), params(4, 0))
+                .makespan_ns,
+            1100);
+  EXPECT_EQ(simulate_megakernel(g, s, costs({200, 100}, {0, 4000}), params(4, 0)).makespan_ns,
+            1300);
+}
+
+TEST(MegakernelTest, ATaskLoadsAheadOnlyOnceItsQueueIsFree) {
+  // Both tasks on one queue: op 1's weights wait for op 0's task to end (the ring is its CTA's),
+  // so loading ahead changes nothing: 1000 + 1000 + 100 = 2.1 µs.
+  const model::Graph g = chain(2, 1);
+  const model::Schedule s = schedule(0, 2, {{0, 1}});
+  EXPECT_EQ(simulate_megakernel(g, s, costs_ahead({1000, 100}, {0, 4000}, {0, 4000}), params(4, 0))
+                .makespan_ns,
+            2100);
+}
+
+TEST(MegakernelTest, LoadsAheadShareTheBandwidthWithTheTasksRunning) {
+  // Op 0's two tasks (queues 0 and 1) move 4 KB each; op 1's two (queues 2 and 3) wait for them
+  // and load all their 4 KB ahead from 0. Four transfers share 16 bytes/ns: 4 bytes/ns each, all
+  // through at 1 µs; op 0 ends at 1.1 µs, op 1 starts then with nothing left to move: 1.2 µs.
+  const model::Graph g = chain(2, 2);
+  const auto run = simulate_megakernel(
+      g, schedule(0, 2, {{0}, {1}, {2}, {3}}),
+      costs_ahead({100, 100, 100, 100}, {4000, 4000, 4000, 4000}, {0, 0, 4000, 4000}),
+      params(16, 0));
+  EXPECT_EQ(run.makespan_ns, 1200);
+}
+
+TEST(MegakernelTest, RegionsCutShortWhereAWaitingTaskLoadsAheadRunAsAlone) {
+  // Three ops of two tiles on two queues. Op 2's tasks load their weights ahead as soon as their
+  // queues are free, before any of them starts: the run of region [0, 2) must branch off at
+  // the first such load (its tasks never load them), and end as its schedule run alone does.
+  const model::Graph g = chain(3, 2);
+  const TaskCosts c = costs_ahead({100, 100, 300, 100, 100, 100}, {0, 0, 4e3, 8e3, 6e3, 6e3},
+                                  {0, 0, 2e3, 8e3, 6e3, 3e3});
+  const MegakernelParams p = params(8, 50);
+  const std::vector<int> ends{1, 2, 3};
+  const std::vector<std::vector<model::TaskId>> queues{{0, 3, 4}, {1, 2, 5}};
+  const PrefixMakespans prefixes =
+      simulate_megakernel_prefixes(g, schedule(0, 3, queues), c, p, ends);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const model::TaskId n = 2 * ends[i];
+    std::vector<std::vector<model::TaskId>> cut;
+    for (const auto& q : queues) {
+      cut.emplace_back();
+      for (model::TaskId t : q) {
+        if (t < n) cut.back().push_back(t);
+      }
+    }
+    const size_t m = static_cast<size_t>(n);
+    const TaskCosts part = costs_ahead({c.fixed_ns.begin(), c.fixed_ns.begin() + m},
+                                       {c.bytes.begin(), c.bytes.begin() + m},
+                                       {c.ahead_bytes.begin(), c.ahead_bytes.begin() + m});
+    EXPECT_EQ(prefixes.makespan_ns[i],
+              simulate_megakernel(g, schedule(0, ends[i], cut), part, p).makespan_ns)
+        << "region [0, " << ends[i] << ")";
+  }
+  // The whole region: loading ahead shortens it.
+  EXPECT_LT(
+      prefixes.makespan_ns[2],
+      simulate_megakernel(g, schedule(0, 3, queues), costs(c.fixed_ns, c.bytes), p).makespan_ns);
+}
+
+TEST(MegakernelTest, AQueuesFirstTaskLoadsAheadBeforeItStarts) {
+  // One op of two independent tiles on two queues, 8 bytes/ns: tile 0 moves 4 KB, 2 KB of them
+  // ahead; tile 1 moves 4 KB, none ahead. Both start at 0 and each CTA streams one transfer at a
+  // time: 4 bytes/ns each, tile 0's ahead part is through at 0.5 µs and its rest follows, so both
+  // end at 1 µs + 100 ns. (Were tile 0's two parts to move at once, it would take two of three
+  // shares and end at 0.75 µs + 100 ns.)
+  const model::Graph g = chain(1, 2);
+  const auto run =
+      simulate_megakernel(g, schedule(0, 1, {{0}, {1}}),
+                          costs_ahead({100, 100}, {4000, 4000}, {2000, 0}), params(8, 0));
+  EXPECT_EQ(run.lane_busy_ns, (std::vector<TimeNs>{1100, 1100}));
+}
+
+// A random region of `ops` ops over 12 rows: each reads the output of a random earlier op (or
+// the input), tile for tile or (one in four) whole, in 1 to 12 tiles.
+class WholeInput final : public model::OpKind {
+ public:
+  std::string_view name() const override { return "test.whole"; }
+  int input_count() const override { return 1; }
+  model::Access access(int) const override { return model::Access::full_row; }
+  std::vector<model::Box> input_boxes(const model::Op&, const model::Graph&, int,
+                                      const model::Box&) const override {
+    return {model::Box{0, 12, 0, 1}};
+  }
+  model::TileCost tile_cost(const model::Op&, const model::Graph&,
+                            const model::Box&) const override {
+    return {};
+  }
+};
+
+model::Graph random_region(std::mt19937& rng, int ops) {
+  chain(1, 1);  // registers test.copy
+  if (model::find_op_kind("test.whole") == nullptr) {
+    model::register_op_kind(std::make_unique<WholeInput>());
+  }
+  model::Graph g("random", 1);
+  std::vector<int> tensors{
+      g.add_tensor({"in", model::TensorRole::input, model::DType::bf16, {12, 1}})};
+  for (int k = 0; k < ops; ++k) {
+    std::string name = "op";
+    name += std::to_string(k);
+    const int y =
+        g.add_tensor({name + ".out", model::TensorRole::activation, model::DType::bf16, {12, 1}});
+    const int64_t rows = std::vector<int64_t>{1, 2, 3, 4, 6, 12}[rng() % 6];
+    g.add_op(name, rng() % 4 == 0 ? "test.whole" : "test.copy", {tensors[rng() % tensors.size()]},
+             {}, y, model::Tiling{12, 1, rows, 1});
+    tensors.push_back(y);
+  }
+  g.finalize();
+  return g;
+}
+
+TEST(MegakernelTest, RegionsCutShortMatchTheirRunsAloneOnRandomRegionsThatLoadAhead) {
+  // Random regions, queues and costs (some tasks loading all, part or none of their bytes
+  // ahead, some sending link bytes): every region cut short, continued from the whole region's
+  // run, ends as its schedule run alone does, to the nanosecond.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    const int ops = 2 + static_cast<int>(rng() % 5);
+    const model::Graph g = random_region(rng, ops);
+    std::vector<std::vector<model::TaskId>> queues(1 + rng() % 5);
+    for (model::TaskId t = 0; t < g.task_count(); ++t) queues[rng() % queues.size()].push_back(t);
+    const bool links = rng() % 4 == 0;
+    TaskCosts c;
+    for (model::TaskId t = 0; t < g.task_count(); ++t) {
+      c.fixed_ns.push_back(static_cast<TimeNs>(rng() % 4) * 100);
+      c.bytes.push_back(rng() % 3 == 0 ? 0.0 : static_cast<double>(rng() % 8) * 1000);
+      c.ahead_bytes.push_back(c.bytes.back() * static_cast<double>(rng() % 5) / 4);
+      if (links) c.link_bytes.push_back(static_cast<double>(rng() % 3) * 500);
+    }
+    MegakernelParams p =
+        links ? link_params(static_cast<double>(1 + rng() % 16),
+                            static_cast<TimeNs>(rng() % 3) * 50, static_cast<double>(1 + rng() % 8))
+              : params(static_cast<double>(1 + rng() % 16), static_cast<TimeNs>(rng() % 3) * 50);
+    std::vector<int> ends;
+    for (int e = 1; e <= ops; ++e) ends.push_back(e);
+    const PrefixMakespans prefixes =
+        simulate_megakernel_prefixes(g, schedule(0, ops, queues), c, p, ends);
+    for (size_t i = 0; i < ends.size(); ++i) {
+      const model::TaskId hi = g.first_task(ends[i]);
+      std::vector<std::vector<model::TaskId>> cut;
+      for (const auto& q : queues) {
+        cut.emplace_back();
+        for (model::TaskId t : q) {
+          if (t < hi) cut.back().push_back(t);
+        }
+      }
+      TaskCosts part = c;
+      part.fixed_ns.resize(hi);
+      part.bytes.resize(hi);
+      part.ahead_bytes.resize(hi);
+      if (links) part.link_bytes.resize(hi);
+      ASSERT_EQ(prefixes.makespan_ns[i],
+                simulate_megakernel(g, schedule(0, ends[i], cut), part, p).makespan_ns)
+          << "round " << round << ", region [0, " << ends[i] << ")";
+    }
+  }
+}
+
+TEST(MegakernelTest, LoadingMoreAheadThanATaskMovesIsRefused) {
+  const model::Graph g = chain(1, 1);
+  EXPECT_THROW(
+      simulate_megakernel(g, schedule(0, 1, {{0}}), costs_ahead({1}, {10}, {11}), params(1, 0)),
+      Error);
 }
 
 TEST(MegakernelTest, LinkBytesWithoutALinkBandwidthAreRefused) {

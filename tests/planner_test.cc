@@ -83,6 +83,11 @@ Profile random_profile(const std::string& model, const std::vector<int64_t>& bat
         op.task_region =
             model::RegionConfig{threads[rng() % threads.size()], static_cast<int>(uniform(24, 255)),
                                 static_cast<int64_t>(uniform(0, 64 * 1024))};
+        // Half the ops stream their weights through a ring of half their shared memory (no
+        // further draws: the other values stay as they were).
+        if (op.task_region->registers % 2 == 0) {
+          op.task_region->ring_bytes = op.task_region->smem_bytes / 2;
+        }
       }
     }
   }

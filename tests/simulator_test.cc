@@ -288,6 +288,45 @@ TEST(SimulatorTest, TasksCheckTheirDependenciesInsideTheRegionInRoundsOfTheBlock
   EXPECT_TRUE(with_check.simulate(mk, 1).notes.empty());
 }
 
+TEST(SimulatorTest, StreamedBodiesLoadAsMuchOfTheirWeightsAheadAsTheRingHolds) {
+  // The decode step's products (norm-linear, linear-residual, lm-head) with a weight ring of
+  // 4 KB: each task loads ahead the share of the bytes its fit moves that min(its weights,
+  // 4 KB) is of all it reads and writes; the other ops nothing. A profile without rings loads
+  // nothing ahead, and the region runs faster with them.
+  auto streamed = [](std::string_view kind) {
+    return kind == "norm-linear" || kind == "linear-residual" || kind == "lm-head";
+  };
+  model::Profile with_rings = tiny();
+  for (model::StageProfile& s : with_rings.batches[0].stages) {
+    for (model::OpProfile& op : s.ops) {
+      if (!op.task_region || !streamed(op.kind)) continue;
+      op.task_region->smem_bytes = std::max<int64_t>(op.task_region->smem_bytes, 4096);
+      op.task_region->ring_bytes = 4096;
+    }
+  }
+  Simulator sim(with_rings), plain(tiny());
+  const model::Graph& g = sim.graph("decode", 1);
+  const Region region{RegionKind::mk, 0, g.op_count()};
+  EXPECT_EQ(sim.region_config("decode", 1, region).ring_bytes, 4096);
+  const TaskCosts costs = sim.region_task_costs("decode", 1, region);
+  ASSERT_EQ(costs.ahead_bytes.size(), costs.bytes.size());
+  int ahead = 0;
+  for (model::TaskId id = 0; id < g.task_count(); ++id) {
+    const model::TileCost c = g.task_cost(id);
+    const double expected = streamed(g.op(g.task(id).op).kind->name())
+                                ? costs.bytes[id] * std::min<double>(c.weight_bytes, 4096) /
+                                      static_cast<double>(c.bytes_read + c.bytes_written)
+                                : 0.0;
+    EXPECT_DOUBLE_EQ(costs.ahead_bytes[id], expected) << "task " << id;
+    ahead += costs.ahead_bytes[id] > 0;
+  }
+  EXPECT_GT(ahead, 0);
+  EXPECT_TRUE(plain.region_task_costs("decode", 1, region).ahead_bytes.empty());
+  const Boundary start = Boundary::stage_start;
+  EXPECT_LT(sim.simulate_region("decode", 1, region, start)->work_ns,
+            plain.simulate_region("decode", 1, region, start)->work_ns);
+}
+
 TEST(SimulatorTest, RegionLaunchAddsTheRuntimesStartupToTheTrivialRegions) {
   // A region is launched as the micro-benchmark's trivial region is (3,000 ns), then each CTA
   // does the runtime's own work before its first task: 500 ns in the synthetic task benchmarks.
