@@ -375,8 +375,7 @@ TEST(MegakernelTest, AQueuesFirstTaskLoadsAheadBeforeItStarts) {
   EXPECT_EQ(run.lane_busy_ns, (std::vector<TimeNs>{1100, 1100}));
 }
 
-// A random region of `ops` ops over 12 rows: each reads the output of a random earlier op (or
-// the input), tile for tile or (one in four) whole, in 1 to 12 tiles.
+// An op kind for random regions: every tile of the output reads the whole 12-row input.
 class WholeInput final : public model::OpKind {
  public:
   std::string_view name() const override { return "test.whole"; }
@@ -392,6 +391,8 @@ class WholeInput final : public model::OpKind {
   }
 };
 
+// A random region of `ops` ops over 12 rows: each reads the output of a random earlier op (or
+// the input), tile for tile or (one in four) whole, in 1 to 12 tiles.
 model::Graph random_region(std::mt19937& rng, int ops) {
   chain(1, 1);  // registers test.copy
   if (model::find_op_kind("test.whole") == nullptr) {
