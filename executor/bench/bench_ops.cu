@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/bench/copy_ceiling.h"
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
@@ -175,31 +176,6 @@ double time_op(const model::Graph& g, const model::Op& o, LinearProvider provide
   for (cudaGraphExec_t exec : execs) CUDA_CHECK(cudaGraphExecDestroy(exec));
   std::sort(medians.begin(), medians.end());
   return 1e3 * medians[medians.size() / 2] / kBatch;
-}
-
-double copy_ceiling_gbs(cudaStream_t stream) {
-  const size_t bytes = size_t{1} << 30;
-  void *src, *dst;
-  CUDA_CHECK(cudaMalloc(&src, bytes));
-  CUDA_CHECK(cudaMalloc(&dst, bytes));
-  fill_random<<<1024, 256>>>(static_cast<uint16_t*>(src), bytes / 2, 1);
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> ms(11);
-  for (int i = -2; i < static_cast<int>(ms.size()); ++i) {
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    if (i >= 0) CUDA_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
-  }
-  std::sort(ms.begin(), ms.end());
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  CUDA_CHECK(cudaFree(src));
-  CUDA_CHECK(cudaFree(dst));
-  return 2.0 * bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;  // bytes read plus bytes written
 }
 
 double gemm_ceiling_tflops(KernelContext& context, cudaStream_t stream) {
