@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/bench/copy_ceiling.h"
+#include "executor/bench/timing.h"
 #include "executor/conventional.h"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
@@ -135,22 +135,8 @@ void make_buffers(const model::Graph& g, const model::Op& o, int64_t l2_bytes, O
 
 // Median milliseconds of one replay of `exec` (kBatch launches).
 float median_replay_ms(cudaGraphExec_t exec, cudaStream_t stream) {
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < kWarmup; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<float> ms(kReplays);
-  for (float& m : ms) {
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-  }
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  std::nth_element(ms.begin(), ms.begin() + kReplays / 2, ms.end());
-  return ms[kReplays / 2];
+  return median_event_ms(stream, kWarmup, kReplays,
+                         [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
 }
 
 // Microseconds per launch of op `o`, rotating through its buffer sets.
@@ -186,22 +172,10 @@ double gemm_ceiling_tflops(KernelContext& context, cudaStream_t stream) {
   CUDA_CHECK(cudaMalloc(&c, n * n * 2));
   fill_random<<<1024, 256>>>(static_cast<uint16_t*>(a), n * n, 2);
   fill_random<<<1024, 256>>>(static_cast<uint16_t*>(b), n * n, 3);
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> ms(7);
-  for (int i = -2; i < static_cast<int>(ms.size()); ++i) {
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    context.lt_matmul(a, b, c, n, n, n, false, stream);
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    if (i >= 0) CUDA_CHECK(cudaEventElapsedTime(&ms[i], start, stop));
-  }
-  std::sort(ms.begin(), ms.end());
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
+  const float ms =
+      median_event_ms(stream, 2, 7, [&] { context.lt_matmul(a, b, c, n, n, n, false, stream); });
   for (void* p : {a, b, c}) CUDA_CHECK(cudaFree(p));
-  return 2.0 * n * n * n / (ms[ms.size() / 2] * 1e-3) / 1e12;
+  return 2.0 * n * n * n / (ms * 1e-3) / 1e12;
 }
 
 // A graph of one linear, x (rows, k) by W (n, k), cut into 128-row tiles (few rows: one) of

@@ -15,7 +15,7 @@
 //     takes a word once its flag is the round's. Round trip with no stream and with every
 //     SM's ring streaming 12 copies; every round's words are checked.
 // Each table prints the device copy ceiling measured in the same run
-// (executor/bench/copy_ceiling.h).
+// (executor/bench/timing.h).
 //
 // Usage: bench_publish
 #include <cuda_runtime_api.h>
@@ -26,11 +26,11 @@
 #include <exception>
 #include <vector>
 
-#include "executor/bench/copy_ceiling.h"
+#include "executor/bench/timing.h"
 #include "executor/cuda_check.h"
 #include "executor/device.h"
 #include "executor/tiles/common.cuh"
-#include "executor/tiles/stream_shape.h"
+#include "executor/tiles/stream.cuh"
 
 namespace megacut::executor {
 namespace {
@@ -46,28 +46,23 @@ constexpr int kWords = 32;     // a hop's payload: one word a lane
 constexpr int kRounds = 2000;  // fences timed, or round trips, per CTA
 constexpr unsigned long long kGiveUpNs = 2'000'000'000ull;
 
-__device__ bool landed(unsigned long long* bar, unsigned parity) {
-  unsigned done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      " selp.u32 %0, 1, 0, p;\n}"
-      : "=r"(done)
-      : "r"(shared_address(bar)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
+// What a CTA's producer streamed, over how long (0 and 0 where it did not).
+struct Streamed {
+  unsigned long long bytes, ns;
+};
 
 // The producer (one thread): copies slot after slot until `stop`, each only once the copy
-// `in_flight` before it has landed. Returns the bytes copied.
-__device__ unsigned long long stream_until(const char* source, char* ring, unsigned long long* full,
-                                           int in_flight, const volatile int& stop) {
-  if (in_flight == 0) return 0;
+// `in_flight` before it has landed.
+__device__ Streamed stream_until(const char* source, char* ring, unsigned long long* full,
+                                 int in_flight, const volatile int& stop) {
+  if (in_flight == 0) return {0, 0};
+  const unsigned long long start = globaltimer_ns();
   size_t offset = size_t{blockIdx.x} * kSlotBytes;
   unsigned n = 0;
   for (; !stop; ++n) {
     if (n >= static_cast<unsigned>(in_flight)) {
       const unsigned before = n - in_flight;
-      while (!landed(full + before % kSlots, (before / kSlots) & 1)) {
+      while (!tiles::mbarrier_try_wait(full + before % kSlots, (before / kSlots) & 1)) {
       }
     }
     const unsigned slot = n % kSlots;
@@ -85,10 +80,10 @@ __device__ unsigned long long stream_until(const char* source, char* ring, unsig
   }
   // Every copy lands before the CTA's shared memory goes.
   for (unsigned m = n > kSlots ? n - kSlots : 0; m < n; ++m) {
-    while (!landed(full + m % kSlots, (m / kSlots) & 1)) {
+    while (!tiles::mbarrier_try_wait(full + m % kSlots, (m / kSlots) & 1)) {
     }
   }
-  return static_cast<unsigned long long>(n) * kSlotBytes;
+  return {static_cast<unsigned long long>(n) * kSlotBytes, globaltimer_ns() - start};
 }
 
 __device__ void init_ring(unsigned long long* full) {
@@ -99,7 +94,8 @@ __device__ void init_ring(unsigned long long* full) {
 }
 
 struct FenceResult {
-  unsigned long long fence_ns_sum, fence_ns_worst, stream_bytes, stream_ns;
+  unsigned long long fence_ns_sum, fence_ns_worst;
+  Streamed stream;
 };
 
 __global__ void time_fence(const char* source, unsigned* scratch, FenceResult* results,
@@ -114,9 +110,7 @@ __global__ void time_fence(const char* source, unsigned* scratch, FenceResult* r
   __syncthreads();
   FenceResult& r = results[blockIdx.x];
   if (threadIdx.x == 0) {
-    const unsigned long long start = globaltimer_ns();
-    r.stream_bytes = stream_until(source, ring, full, in_flight, stop);
-    r.stream_ns = globaltimer_ns() - start;
+    r.stream = stream_until(source, ring, full, in_flight, stop);
   } else if (threadIdx.x == 32) {
     unsigned long long sum = 0, worst = 0;
     for (int i = 0; i < kRounds; ++i) {
@@ -197,7 +191,8 @@ __device__ bool receive(const Mailbox* from, unsigned round, bool flagged_words,
 }
 
 struct HopResult {
-  unsigned long long trip_ns_sum, trip_ns_worst, stream_bytes, stream_ns;
+  unsigned long long trip_ns_sum, trip_ns_worst;
+  Streamed stream;
   int correct;
 };
 
@@ -214,10 +209,7 @@ __global__ void time_hop(const char* source, Mailbox* mailboxes, HopResult* resu
   HopResult& r = results[blockIdx.x];
   const int pair = blockIdx.x / 2, side = blockIdx.x % 2;
   if (threadIdx.x == 0) {
-    if (!streams) return;
-    const unsigned long long start = globaltimer_ns();
-    r.stream_bytes = stream_until(source, ring, full, kSlots, stop);
-    r.stream_ns = globaltimer_ns() - start;
+    if (streams) r.stream = stream_until(source, ring, full, kSlots, stop);
   } else if (threadIdx.x >= 32) {
     Mailbox* to = mailboxes + 2 * pair + 1 - side;
     const Mailbox* from = mailboxes + 2 * pair + side;
@@ -292,7 +284,7 @@ int run() {
     for (const FenceResult& f : fences) {
       sum += static_cast<double>(f.fence_ns_sum) / kRounds;
       worst = std::max(worst, static_cast<double>(f.fence_ns_worst));
-      if (f.stream_ns > 0) gbs += static_cast<double>(f.stream_bytes) / f.stream_ns;
+      if (f.stream.ns > 0) gbs += static_cast<double>(f.stream.bytes) / f.stream.ns;
     }
     std::printf("%9d %8.0f ns %9.0f ns %13.1f %11.0f\n", in_flight, sum / sms, worst, gbs / sms,
                 gbs);
@@ -319,8 +311,8 @@ int run() {
       bool correct = true;
       for (int c = 0; c < sms; ++c) {
         correct = correct && hops[c].correct == 1;
-        if (hops[c].stream_ns > 0)
-          gbs += static_cast<double>(hops[c].stream_bytes) / hops[c].stream_ns;
+        if (hops[c].stream.ns > 0)
+          gbs += static_cast<double>(hops[c].stream.bytes) / hops[c].stream.ns;
         if (c % 2 != 0) continue;
         sum += static_cast<double>(hops[c].trip_ns_sum) / kRounds;
         worst = std::max(worst, static_cast<double>(hops[c].trip_ns_worst));
