@@ -14,8 +14,9 @@
 //     words of {flag, value} stored relaxed and read relaxed, which need no fence: a reader
 //     takes a word once its flag is the round's. Round trip with no stream and with every
 //     SM's ring streaming 12 copies; every round's words are checked.
-// Each table prints the device copy ceiling measured in the same run
-// (executor/bench/timing.h).
+// The first line prints the device copy ceiling measured in the same run (executor/bench/timing.h):
+// a copy's bytes read plus written, where the stream only reads. The copies here carry no cache
+// hint; the runtime's are evict-first (tiles::stream_cache_policy).
 //
 // Usage: bench_publish
 #include <cuda_runtime_api.h>
@@ -55,7 +56,7 @@ struct Streamed {
 // `in_flight` before it has landed.
 __device__ Streamed stream_until(const char* source, char* ring, unsigned long long* full,
                                  int in_flight, const volatile int& stop) {
-  if (in_flight == 0) return {0, 0};
+  if (in_flight <= 0 || in_flight > kSlots) return {0, 0};  // 0: no stream
   const unsigned long long start = globaltimer_ns();
   size_t offset = size_t{blockIdx.x} * kSlotBytes;
   unsigned n = 0;
@@ -170,7 +171,7 @@ __device__ bool receive(const Mailbox* from, unsigned round, bool flagged_words,
         value = static_cast<unsigned>(word);
         break;
       }
-      if (globaltimer_ns() > deadline) return false;
+      if (__any_sync(~0u, globaltimer_ns() > deadline)) return false;
     }
   } else {
     for (;;) {
@@ -179,8 +180,9 @@ __device__ bool receive(const Mailbox* from, unsigned round, bool flagged_words,
                    : "=r"(flag)
                    : "l"(&from->flag)
                    : "memory");
-      if (__shfl_sync(~0u, flag, 0) == round) break;
-      if (globaltimer_ns() > deadline) return false;
+      // Every lane's own acquire must see the round before its load of the words.
+      if (__all_sync(~0u, flag == round)) break;
+      if (__any_sync(~0u, globaltimer_ns() > deadline)) return false;
     }
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
                  : "=r"(value)
@@ -193,6 +195,7 @@ __device__ bool receive(const Mailbox* from, unsigned round, bool flagged_words,
 struct HopResult {
   unsigned long long trip_ns_sum, trip_ns_worst;
   Streamed stream;
+  int rounds;  // those timed: kRounds unless the words stopped coming or came wrong
   int correct;
 };
 
@@ -216,7 +219,8 @@ __global__ void time_hop(const char* source, Mailbox* mailboxes, HopResult* resu
     const unsigned long long deadline = globaltimer_ns() + kGiveUpNs;
     unsigned long long sum = 0, worst = 0;
     bool ok = true;
-    for (unsigned round = 1; ok && round <= kRounds; ++round) {
+    int rounds = 0;
+    for (unsigned round = 1; ok && round <= kRounds; ++round, ++rounds) {
       const unsigned long long t0 = globaltimer_ns();
       if (side == 0) {
         publish(to, round, flagged_words);
@@ -235,6 +239,7 @@ __global__ void time_hop(const char* source, Mailbox* mailboxes, HopResult* resu
       stop = 1;
       r.trip_ns_sum = sum;
       r.trip_ns_worst = worst;
+      r.rounds = rounds;
       r.correct = ok;
     }
   }
@@ -314,7 +319,7 @@ int run() {
         if (hops[c].stream.ns > 0)
           gbs += static_cast<double>(hops[c].stream.bytes) / hops[c].stream.ns;
         if (c % 2 != 0) continue;
-        sum += static_cast<double>(hops[c].trip_ns_sum) / kRounds;
+        sum += static_cast<double>(hops[c].trip_ns_sum) / std::max(hops[c].rounds, 1);
         worst = std::max(worst, static_cast<double>(hops[c].trip_ns_worst));
       }
       all_correct = all_correct && correct;
