@@ -6,12 +6,13 @@
 #
 #   scripts/watchdog-shared.sh MEGACUT [PROCESSES=6] [ROUNDS=12] [MODEL=llama-3.2-1b] [RUNS=20]
 #
-# Prints each round's outcome and every process's error, then a summary; exits 1 if any process
-# failed. The regions are compiled once before the rounds (the kernel cache), so that the rounds
-# share the GPU, not the CPU's compiler.
+# Prints each round's outcome and every failed process's exit status and error, then a summary;
+# exits 1 if any process failed, keeping every log in a folder it names. The regions are compiled
+# once before the rounds (the kernel cache), so that the rounds share the GPU, not the CPU's
+# compiler.
 set -uo pipefail
 if [[ $# -lt 1 ]]; then
-  sed -n '6p' "$0" >&2
+  sed -n '7p' "$0" >&2
   exit 2
 fi
 megacut=$1
@@ -21,7 +22,11 @@ model=${4:-llama-3.2-1b}
 runs=${5:-20}
 batches=(1 8 32)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pids=()
+failed=0
+# On an interrupt the runs stop too; the logs go unless a run failed.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+trap '((failed == 0)) && rm -rf "$work"' EXIT
 
 for b in "${batches[@]}"; do
   if ! "$megacut" run --model "$model" --batch "$b" --composition mk --runs 1 --warmup 0 \
@@ -33,7 +38,6 @@ for b in "${batches[@]}"; do
 done
 
 echo "$model, every stage one megakernel, $processes processes at once, $rounds rounds, $runs timed runs each"
-failed=0
 for ((r = 1; r <= rounds; ++r)); do
   start=$SECONDS
   pids=()
@@ -45,15 +49,21 @@ for ((r = 1; r <= rounds; ++r)); do
   done
   ok=0
   for p in "${!pids[@]}"; do
-    if wait "${pids[$p]}"; then
+    wait "${pids[$p]}"
+    status=$?
+    if ((status == 0)); then
       ok=$((ok + 1))
     else
       failed=$((failed + 1))
-      echo "  round $r, process $p (batch ${batches[p % ${#batches[@]}]}) failed:"
+      echo "  round $r, process $p (batch ${batches[p % ${#batches[@]}]}) exited $status:"
       grep -m 3 -E 'watchdog|rror' "$work/$r-$p.log" | sed 's/^/    /'
     fi
   done
+  pids=()
   echo "round $r: $ok of $processes exited 0 ($((SECONDS - start)) s)"
 done
 echo "$((rounds * processes - failed)) of $((rounds * processes)) processes exited 0"
-((failed == 0))
+if ((failed > 0)); then
+  echo "logs: $work"
+  exit 1
+fi
