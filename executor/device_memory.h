@@ -12,8 +12,16 @@
 
 namespace megacut::executor {
 
-// `n` elements of T in device memory, zeroed (one element's room for n = 0, so that get() is a
-// valid address).
+// A host's cudaMemset and cudaMemcpy go to the legacy default stream, which orders itself with no
+// non-blocking stream (the runner's, the profiler's, the tests'), and may return before they land
+// (a memset of device memory, a copy from pageable memory). A kernel on such a stream that reads
+// what they wrote may run first, or be overwritten halfway: a megakernel region whose counters'
+// zeroing landed during its first launch waited for counts that had been reset. Whoever writes
+// device memory from the host waits for it here before other streams read it.
+inline void wait_for_host_writes() { CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
+
+// `n` elements of T in device memory, zeroed by the time the constructor returns (one element's
+// room for n = 0, so that get() is a valid address).
 template <class T>
 class DeviceArray {
  public:
@@ -21,11 +29,13 @@ class DeviceArray {
   explicit DeviceArray(size_t n) : n_(n) {
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(n, 1) * sizeof(T)));
     CUDA_CHECK(cudaMemset(ptr_, 0, std::max<size_t>(n, 1) * sizeof(T)));
+    wait_for_host_writes();
   }
-  // A copy of `host`.
+  // A copy of `host`, landed by the time the constructor returns.
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
     if (!host.empty()) {
       CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+      wait_for_host_writes();
     }
   }
   ~DeviceArray() {

@@ -253,6 +253,9 @@ struct ScenarioRunner::Impl {
         }
       }
     }
+    // These writes, the poisoning of the activations and the weights' copy before them have
+    // landed before anything runs on `stream`.
+    wait_for_host_writes();
   }
 
   void fill_unwritten_cache_rows() {

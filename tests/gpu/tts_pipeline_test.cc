@@ -232,12 +232,13 @@ class StageRun {
       const std::vector<int32_t> ids(values.begin(), values.end());
       CUDA_CHECK(cudaMemcpy(buffers_.tensors[id], ids.data(), ids.size() * sizeof(int32_t),
                             cudaMemcpyHostToDevice));
-      return;
+    } else {
+      const std::vector<float> f(values.begin(), values.end());
+      const std::vector<uint16_t> bits = to_bits(f);
+      CUDA_CHECK(
+          cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
     }
-    const std::vector<float> f(values.begin(), values.end());
-    const std::vector<uint16_t> bits = to_bits(f);
-    CUDA_CHECK(
-        cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+    executor::wait_for_host_writes();
   }
 
   // A KV cache as each side left it: the interpreter's for the interpreter, the device's for
