@@ -12,13 +12,13 @@
 
 namespace megacut::executor {
 
-// A host's cudaMemset and cudaMemcpy go to the legacy default stream, which orders itself with no
-// non-blocking stream (the runner's, the profiler's, the tests'), and may return before they land
-// (a memset of device memory, a copy from pageable memory). A kernel on such a stream that reads
-// what they wrote may run first, or be overwritten halfway: a megakernel region whose counters'
-// zeroing landed during its first launch waited for counts that had been reset. Whoever writes
-// device memory from the host waits for it here before other streams read it.
-inline void wait_for_host_writes() { CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
+// Waits until everything issued to the legacy default stream has landed. The host's cudaMemset
+// and cudaMemcpy go there (megacut does not build with a per-thread default stream), may return
+// before they land (a memset of device memory; a copy from pageable memory once it is staged),
+// and a non-blocking stream (the runner's, the profiler's, the tests') does not wait for them: a
+// kernel on one that reads what the host wrote must be launched after this. (It does not order
+// the other way: a host write over memory a kernel still reads waits for that kernel's stream.)
+inline void wait_for_legacy_stream() { CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
 
 // `n` elements of T in device memory, zeroed by the time the constructor returns (one element's
 // room for n = 0, so that get() is a valid address).
@@ -27,16 +27,19 @@ class DeviceArray {
  public:
   DeviceArray() = default;
   explicit DeviceArray(size_t n) : n_(n) {
-    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(n, 1) * sizeof(T)));
+    allocate();
     CUDA_CHECK(cudaMemset(ptr_, 0, std::max<size_t>(n, 1) * sizeof(T)));
-    wait_for_host_writes();
+    wait_for_legacy_stream();
   }
   // A copy of `host`, landed by the time the constructor returns.
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (!host.empty()) {
+  explicit DeviceArray(const std::vector<T>& host) : n_(host.size()) {
+    allocate();
+    if (host.empty()) {
+      CUDA_CHECK(cudaMemset(ptr_, 0, sizeof(T)));
+    } else {
       CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-      wait_for_host_writes();
     }
+    wait_for_legacy_stream();
   }
   ~DeviceArray() {
     if (ptr_ != nullptr) cudaFree(ptr_);
@@ -52,7 +55,8 @@ class DeviceArray {
 
   T* get() const { return ptr_; }
   size_t size() const { return n_; }
-  // The elements, copied to the host (waits for the device).
+  // The elements, copied to the host through the legacy stream: a kernel on a non-blocking stream
+  // that writes them must have been waited for.
   std::vector<T> download() const {
     std::vector<T> host(n_);
     if (n_ > 0) CUDA_CHECK(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
@@ -60,6 +64,10 @@ class DeviceArray {
   }
 
  private:
+  void allocate() {
+    CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(n_, 1) * sizeof(T)));
+  }
+
   T* ptr_ = nullptr;
   size_t n_ = 0;
 };

@@ -255,7 +255,7 @@ struct ScenarioRunner::Impl {
     }
     // These writes, the poisoning of the activations and the weights' copy before them have
     // landed before anything runs on `stream`.
-    wait_for_host_writes();
+    wait_for_legacy_stream();
   }
 
   void fill_unwritten_cache_rows() {

@@ -1,5 +1,6 @@
 #include "executor/stage_launcher.h"
 
+#include "executor/cuda_check.h"
 #include "model/error.h"
 
 namespace megacut::executor {
@@ -64,6 +65,7 @@ void StageLauncher::launch(cudaStream_t stream) {
 }
 
 void StageLauncher::check(cudaStream_t stream) {
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // also where no region has a watchdog
   for (const auto& region : mk_) {
     if (region) region->check(stream);
   }

@@ -11,7 +11,7 @@ void WatchdogRecord::check(cudaStream_t stream, const std::string& region, uint6
   const mk::ErrorRecord e = record_.download()[0];
   if (e.flag == 0) return;
   CUDA_CHECK(cudaMemset(record_.get(), 0, sizeof e));
-  wait_for_host_writes();  // cleared before the region's next launch on `stream`
+  wait_for_legacy_stream();  // cleared before the region's next launch on `stream`
   throw Error(region + ": watchdog: on SM " + std::to_string(e.sm) + ", block " +
               std::to_string(e.block) + ", " + describe(e.task) + " waited for " +
               describe(e.counter) + " to reach " + std::to_string(e.target) + " but it stayed at " +

@@ -46,7 +46,7 @@ constexpr int kTickReads = 1 << 16;
 using u64 = unsigned long long;
 
 using executor::DeviceArray;
-using executor::wait_for_host_writes;
+using executor::wait_for_legacy_stream;
 using tiles::globaltimer_ns;
 
 struct ChainLayout {
@@ -522,7 +522,7 @@ void dependency_check_round(cudaStream_t stream, MicroResult& out) {
   DeviceArray<uint64_t> counters(kDependencyCheckRounds * kDependencyCheckThreads);
   CUDA_CHECK(cudaMemset(counters.get(), 1,
                         kDependencyCheckRounds * kDependencyCheckThreads * sizeof(uint64_t)));
-  wait_for_host_writes();
+  wait_for_legacy_stream();
   DeviceArray<u64> check_ns(kDependencyCheckBatches);
   DeviceArray<int> missing(1);
   dependency_check_kernel<<<1, kDependencyCheckThreads, 0, stream>>>(

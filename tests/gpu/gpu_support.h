@@ -72,7 +72,7 @@ class DeviceBuffer {
   }
   void poison() {
     CUDA_CHECK(cudaMemset(ptr_, 0xff, bytes_));
-    executor::wait_for_host_writes();
+    executor::wait_for_legacy_stream();
   }
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }
@@ -87,7 +87,7 @@ inline DeviceBuffer upload_bf16(std::span<const float> values) {
   for (size_t i = 0; i < values.size(); ++i) h[i] = to_bf16(values[i]);
   DeviceBuffer d(h.size() * 2);
   CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * 2, cudaMemcpyHostToDevice));
-  executor::wait_for_host_writes();
+  executor::wait_for_legacy_stream();
   return d;
 }
 
@@ -95,7 +95,7 @@ template <typename T>
 DeviceBuffer upload(std::span<const T> values) {
   DeviceBuffer d(values.size_bytes());
   CUDA_CHECK(cudaMemcpy(d.get(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
-  executor::wait_for_host_writes();
+  executor::wait_for_legacy_stream();
   return d;
 }
 

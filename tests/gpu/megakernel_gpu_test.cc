@@ -648,7 +648,7 @@ struct ZeroBuffers {
       CUDA_CHECK(cudaMemset(owned.back().get(), 0, owned.back().bytes()));
       buffers.op_weights.push_back(owned.back().get());
     }
-    executor::wait_for_host_writes();
+    executor::wait_for_legacy_stream();
   }
 };
 
@@ -670,7 +670,7 @@ struct OpBuffers : ZeroBuffers {
     for (size_t i = 0; i < values.size(); ++i) bits[i] = testing::to_bf16(values[i]);
     CUDA_CHECK(cudaMemcpy(const_cast<void*>(device), bits.data(), bits.size() * 2,
                           cudaMemcpyHostToDevice));
-    executor::wait_for_host_writes();
+    executor::wait_for_legacy_stream();
   }
 };
 

@@ -238,7 +238,7 @@ class StageRun {
       CUDA_CHECK(
           cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
     }
-    executor::wait_for_host_writes();
+    executor::wait_for_legacy_stream();
   }
 
   // A KV cache as each side left it: the interpreter's for the interpreter, the device's for
