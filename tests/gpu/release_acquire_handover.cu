@@ -13,11 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "executor/tiles/common.cuh"
+
 __global__ void handover(int variant, int* out) {
   __shared__ int word, flag;
   if (threadIdx.x == 0) flag = 0;
   __syncthreads();
-  const unsigned flag_address = static_cast<unsigned>(__cvta_generic_to_shared(&flag));
+  const unsigned flag_address = megacut::tiles::shared_address(&flag);
   if (variant == 0) {
     if (threadIdx.x == 0) {
       word = 42;

@@ -415,7 +415,7 @@ class CodePredictorBuffers {
       CUDA_CHECK(cudaMemcpy(d->get(), h.data(), h.size() * 2, cudaMemcpyHostToDevice));
     }
     for (DeviceBuffer* d : activations_) d->poison();
-    CUDA_CHECK(cudaDeviceSynchronize());
+    executor::wait_for_legacy_stream();  // the step's and the caches' copies too
   }
 
   // Every op's output as raw bytes, by op.

@@ -205,7 +205,7 @@ class StageRun {
           cudaMemcpy(buffers_.tensors[id], bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
     }
     for (int id : activations_) buffer(id).poison();
-    CUDA_CHECK(cudaDeviceSynchronize());  // the stage's stream does not wait for the memsets
+    executor::wait_for_legacy_stream();  // the caches' copies too
   }
 
   void run_conventional(cudaStream_t stream) {
