@@ -7,10 +7,12 @@
 
 namespace megacut::executor {
 
-TaskTable make_task_table(const model::Graph& graph, const model::Schedule& schedule) {
+TaskTable make_task_table(const model::Graph& graph, const model::Schedule& schedule,
+                          const std::vector<model::DataEdge>& by_data) {
   TaskTable t;
   t.op_begin = schedule.op_begin;
   t.op_end = schedule.op_end;
+  t.by_data = by_data;
   t.first_task = graph.first_task(schedule.op_begin);
   const model::TaskId end_task =
       schedule.op_end < graph.op_count() ? graph.first_task(schedule.op_end) : graph.task_count();
@@ -26,7 +28,7 @@ TaskTable make_task_table(const model::Graph& graph, const model::Schedule& sche
         (op + 1 < graph.op_count() ? graph.first_task(op + 1) : graph.task_count()) - t.first_task;
     for (model::TaskId i = first; i < last; ++i) t.op_of_task[i] = op;
   }
-  const model::TaskWaits waits = model::task_waits(graph, schedule);
+  const model::TaskWaits waits = model::task_waits(graph, schedule, by_data);
   t.queue_begin.push_back(0);
   for (const std::vector<model::TaskId>& queue : schedule.queues) {
     for (model::TaskId id : queue) {
@@ -70,6 +72,12 @@ std::string find_deadlock(const TaskTable& t) {
     }
     ++op_tasks[slot];
     op_last[slot] = std::max(op_last[slot], i);
+  }
+  for (const model::DataEdge& e : t.by_data) {
+    if (e.producer < t.op_begin || e.consumer >= t.op_end || e.producer >= e.consumer) {
+      return where + "op " + std::to_string(e.consumer) + " waits by data for op " +
+             std::to_string(e.producer) + ", which is not an earlier op of the region";
+    }
   }
   std::vector<int> seen(t.task_count, 0);
   for (int q = 0; q < t.queue_count(); ++q) {

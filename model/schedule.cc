@@ -80,11 +80,15 @@ namespace {
 
 // Walks every queue of `schedule` in order and calls wait(task, dep) for each dependency a task
 // waits for, and wait_op(task, op) for each op it waits for whole (TaskWaits says which), the
-// task region-local.
+// task region-local. Dependencies along `by_data` are skipped, and not marked seen.
 template <class Wait, class WaitOp>
-void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitOp&& wait_op) {
+void walk_waits(const Graph& graph, const Schedule& schedule, const std::vector<DataEdge>& by_data,
+                Wait&& wait, WaitOp&& wait_op) {
   const TaskId first = graph.first_task(schedule.op_begin),
                last = graph.first_task(schedule.op_end);
+  auto on_data = [&](int producer, int consumer) {
+    return std::find(by_data.begin(), by_data.end(), DataEdge{producer, consumer}) != by_data.end();
+  };
   // done[i] == q: queue q ran task first + i or waited for it (queues are walked one at a time).
   std::vector<int> done(last - first, -1);
   std::vector<int> whole_done(schedule.op_end - schedule.op_begin, -1);  // likewise, whole ops
@@ -96,10 +100,11 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
                     std::to_string(last) + ")");
       }
       // Graph::dep_entries: whole ops folded; those before the region are no wait of it.
+      const int own_op = graph.task_op(id);
       for (const int64_t entry : graph.dep_entries(id)) {
         if (entry < 0) {
           const int op = static_cast<int>(-entry - 1);
-          if (op < schedule.op_begin) continue;
+          if (op < schedule.op_begin || on_data(op, own_op)) continue;
           const int slot = op - schedule.op_begin;
           // Every task of the op: one wait for all of them, unless this queue saw them all.
           if (whole_done[slot] != q) {
@@ -114,6 +119,7 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
           continue;
         }
         if (entry < first || done[entry - first] == q) continue;
+        if (on_data(graph.task_op(entry), own_op)) continue;
         wait(id - first, entry);
         done[entry - first] = q;
       }
@@ -124,12 +130,13 @@ void walk_waits(const Graph& graph, const Schedule& schedule, Wait&& wait, WaitO
 
 }  // namespace
 
-TaskWaits task_waits(const Graph& graph, const Schedule& schedule) {
+TaskWaits task_waits(const Graph& graph, const Schedule& schedule,
+                     const std::vector<DataEdge>& by_data) {
   // (region-local task, dep) and (region-local task, op), in walk order.
   std::vector<std::pair<TaskId, TaskId>> waits;
   std::vector<std::pair<TaskId, int>> op_waits;
   walk_waits(
-      graph, schedule, [&](TaskId task, TaskId dep) { waits.emplace_back(task, dep); },
+      graph, schedule, by_data, [&](TaskId task, TaskId dep) { waits.emplace_back(task, dep); },
       [&](TaskId task, int op) { op_waits.emplace_back(task, op); });
   const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
   // Lists by task from (task, value) pairs: offsets (tasks + 1) and values.
@@ -151,7 +158,7 @@ std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedu
   const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
   std::vector<int32_t> counts(static_cast<size_t>(tasks), 0);
   walk_waits(
-      graph, schedule, [&](TaskId task, TaskId) { ++counts[task]; },
+      graph, schedule, {}, [&](TaskId task, TaskId) { ++counts[task]; },
       [&](TaskId task, int) { ++counts[task]; });
   return counts;
 }

@@ -48,7 +48,19 @@ struct TaskWaits {
   }
 };
 
-TaskWaits task_waits(const Graph& graph, const Schedule& schedule);
+// An op of a region whose output another op of the region reads as flagged words (each holding
+// its run beside the values: executor/tiles/flagged.cuh) and waits for by polling them, not for
+// the producer's counters. Such a wait is no counter wait: task_waits leaves it out, and it does
+// not count as seen for the tasks after it in the queue, which may read the producer's output
+// through its counters.
+struct DataEdge {
+  int producer = 0;
+  int consumer = 0;
+  friend bool operator==(const DataEdge&, const DataEdge&) = default;
+};
+
+TaskWaits task_waits(const Graph& graph, const Schedule& schedule,
+                     const std::vector<DataEdge>& by_data = {});
 // How many waits each task has (TaskWaits::count of each), without the lists.
 std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule);
 
