@@ -37,6 +37,7 @@ struct RunCommandOptions {
   std::string dump_path;
   int dump_steps = 8;
   std::string task_timing_path;
+  bool counter_hops = false;
 };
 
 void print_stats(const char* label, const model::LatencyStats& s) {
@@ -74,10 +75,11 @@ void print_region_configs(const executor::ScenarioRunner& runner) {
       std::printf(
           "region %s mk[%d:%d]: %d tasks on %d CTAs x %d threads, %d registers, %d B "
           "local (spills), %d B shared, %d blocks/SM possible, %d bodies, weight ring of %d "
-          "slots%s\n",
+          "slots, %d inputs handed over as flagged words%s\n",
           runner.stage_graph(s).stage().c_str(), c.op_begin, c.op_end, c.tasks, c.grid,
           c.block_threads, c.registers, c.local_bytes, c.dynamic_smem_bytes + c.static_smem_bytes,
-          c.blocks_per_sm, c.bodies, c.ring_slots, c.cache_hit ? ", cached kernel" : "");
+          c.blocks_per_sm, c.bodies, c.ring_slots, c.flagged_inputs,
+          c.cache_hit ? ", cached kernel" : "");
     }
   }
 }
@@ -170,6 +172,7 @@ void run(const RunCommandOptions& o) {
   options.composition = planned.composition;
   options.decode_steps = o.dump_path.empty() ? 1 : o.dump_steps;
   options.task_timing = !o.task_timing_path.empty();
+  options.counter_hops = o.counter_hops;
   executor::ScenarioRunner runner(spec, scenario, checkpoint.weights, options);
 
   if (!o.dump_path.empty()) {
@@ -250,6 +253,9 @@ void add_run_command(CLI::App& root) {
                   "Write the prompt and the logits of a greedy generation (safetensors)");
   cmd->add_option("--dump-steps", o->dump_steps, "Decode steps of the dumped generation")
       ->capture_default_str();
+  cmd->add_flag("--counter-hops", o->counter_hops,
+                "mk regions hand every activation over through counters, none as flagged words "
+                "(for comparison)");
   cmd->add_option("--task-timing", o->task_timing_path,
                   "Compile mk regions with task timing records and write the last run's here "
                   "(JSON), with where each op's tasks ran");

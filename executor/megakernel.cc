@@ -90,6 +90,7 @@ nlohmann::json RegionConfig::to_json() const {
           {"block_threads", block_threads},
           {"dynamic_smem_bytes", dynamic_smem_bytes},
           {"ring_slots", ring_slots},
+          {"flagged_inputs", flagged_inputs},
           {"static_smem_bytes", static_smem_bytes},
           {"registers", registers},
           {"local_bytes", local_bytes},
@@ -115,6 +116,8 @@ struct MegakernelRegion::Impl {
   WatchdogRecord error;
   DeviceArray<mk::TaskTiming> timings;
   DeviceArray<unsigned long long> cta_entry_ns;
+  std::vector<DeviceArray<unsigned long long>> flagged_words;  // one per op giving them
+  std::vector<model::DataEdge> by_data;
   int ring_offset = 0;
   mk::Params params{};
 
@@ -187,6 +190,42 @@ struct MegakernelRegion::Impl {
                   std::to_string(config.registers) + " registers and " +
                   std::to_string(config.dynamic_smem_bytes) + " bytes of shared memory fits an SM");
     }
+  }
+
+  // Where an op of the region reads as its x the output of an op before it in the region, and
+  // both bodies can, x is handed over as flagged words (tiles/flagged.cuh): the producer's body
+  // writes them besides its output, the consumer's polls them instead of the producer's
+  // counters, and the consumer's dependencies on the producer leave the task table (by_data).
+  // Not where the consumer reads anything else the producer writes: only counters order that.
+  // The words start zeroed (no run) and are the region's own.
+  void hand_over_by_data(std::vector<RegionBody>& bodies, const StageBuffers& buffers) {
+    if (!options.flagged_hand_overs) return;
+    const int begin = config.op_begin, end = config.op_end;
+    std::vector<FlaggedWords> words(static_cast<size_t>(end - begin));
+    for (int op = begin; op < end; ++op) {
+      const model::Op& o = graph.op(op);
+      if (!bodies[op - begin].takes_flagged_x || o.inputs.empty()) continue;
+      const int producer = graph.producer(o.inputs[0]);
+      if (producer < begin || !bodies[producer - begin].gives_flagged_y) continue;
+      bool reads_more = false;
+      for (size_t i = 1; i < o.inputs.size(); ++i) {
+        reads_more = reads_more || graph.producer(o.inputs[i]) == producer;
+      }
+      if (reads_more) continue;
+      FlaggedWords& given = words[producer - begin];
+      if (given.y == nullptr) {
+        const int64_t elements = graph.tensor(o.inputs[0]).elements();
+        flagged_words.emplace_back(static_cast<size_t>(elements / 2));
+        given.y = flagged_words.back().get();
+      }
+      words[op - begin].x = given.y;
+      by_data.push_back({producer, op});
+    }
+    for (int op = begin; op < end; ++op) {
+      const FlaggedWords& w = words[op - begin];
+      if (w.x != nullptr || w.y != nullptr) bodies[op - begin] = region_body(graph, op, buffers, w);
+    }
+    config.flagged_inputs = static_cast<int>(by_data.size());
   }
 
   // Fills bodies and layout offsets into the table, checks it and uploads everything.
@@ -282,7 +321,8 @@ MegakernelRegion::MegakernelRegion(const model::Graph& graph, int op_begin, int 
                                    const StageBuffers& buffers, RegionOptions options)
     : impl_(std::make_unique<Impl>(graph, op_begin, op_end, options)) {
   Impl& m = *impl_;
-  const std::vector<RegionBody> bodies = bodies_of(graph, op_begin, op_end, buffers);
+  std::vector<RegionBody> bodies = bodies_of(graph, op_begin, op_end, buffers);
+  m.hand_over_by_data(bodies, buffers);
   const std::vector<std::string> names = region_body_names(graph, op_begin, op_end);
   m.compile(bodies, names);
   const int64_t tasks =
@@ -290,7 +330,7 @@ MegakernelRegion::MegakernelRegion(const model::Graph& graph, int op_begin, int 
       graph.first_task(op_begin);
   int grid = static_cast<int>(std::min<int64_t>(m.config.sm_count, tasks));
   if (options.max_ctas > 0) grid = std::min(grid, options.max_ctas);
-  m.table = make_task_table(graph, model::make_schedule(graph, op_begin, op_end, grid));
+  m.table = make_task_table(graph, model::make_schedule(graph, op_begin, op_end, grid), m.by_data);
   m.upload(bodies, names, true);
 }
 

@@ -35,6 +35,11 @@ struct RegionOptions {
   // serialization): it may start while the kernel before it drains. The kernel is the same
   // either way.
   bool pdl = false;
+  // Hand an op's x over as flagged words where the op before it in the region and both bodies
+  // can (tiles/flagged.cuh): the consumer then polls the words it reads instead of the
+  // producer's counters, and no release fence is on the hop's path. Off: every hop through
+  // counters, as a conventional region's, for comparison.
+  bool flagged_hand_overs = true;
 };
 
 // The configuration the region really runs with, to check the simulator's prediction of it.
@@ -47,6 +52,7 @@ struct RegionConfig {
   int block_threads = 0;       // the widest body's, plus the producer's warpgroup with a ring
   int dynamic_smem_bytes = 0;  // the bodies' scratch, then the weight ring
   int ring_slots = 0;          // weight-ring slots of each CTA; 0: no streamed body
+  int flagged_inputs = 0;      // ops whose x is handed over as flagged words (RegionOptions)
   int static_smem_bytes = 0;
   int registers = 0;      // per thread
   int local_bytes = 0;    // per thread (spills)

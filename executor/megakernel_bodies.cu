@@ -43,6 +43,10 @@ RegionBody describe(const typename Body::Layout& layout) {
     const tiles::OperandMaps maps = Body::operand_maps(layout);
     b.maps = {maps.map[0], maps.map[1]};
   }
+  if constexpr (requires { Body::takes_flagged_x(layout); }) {
+    b.takes_flagged_x = Body::takes_flagged_x(layout);
+    b.gives_flagged_y = Body::gives_flagged_y(layout);
+  }
   b.layout.resize(sizeof layout);
   std::memcpy(b.layout.data(), &layout, sizeof layout);
   return b;
@@ -50,13 +54,26 @@ RegionBody describe(const typename Body::Layout& layout) {
 
 }  // namespace
 
-RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers) {
+RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers,
+                       FlaggedWords flagged) {
   if (Support s = can_implement(graph, op); !s) throw Error(s.reason);
   RegionBody b;
   visit_tile_body(graph, op, buffers, [&]<class Body>(const typename Body::Layout& layout) {
-    b = describe<Body>(layout);
+    typename Body::Layout l = layout;
+    if constexpr (requires { l.x_flagged = flagged.x; }) {
+      l.x_flagged = flagged.x;
+      l.y_flagged = flagged.y;
+    }
+    b = describe<Body>(l);
   });
   b.name = tile_body_name(graph, op);
+  const std::string what = graph.op(op).name + " (" + b.name + ")";
+  if (flagged.x != nullptr && !b.takes_flagged_x) {
+    throw Error(what + " cannot take its x as flagged words");
+  }
+  if (flagged.y != nullptr && !b.gives_flagged_y) {
+    throw Error(what + " cannot give its y as flagged words");
+  }
   return b;
 }
 

@@ -26,9 +26,21 @@ struct RegionBody {
   // The tensor maps the body reads through, kept one after the other beside its layout: a
   // streamed body's weights; a mapped body's operands (tiles::MappedBody).
   std::vector<tiles::TensorMapShape> maps;
+  // Whether the body, on this layout, can wait on x as flagged words and read it from them, and
+  // write y as flagged words besides y (tiles/flagged.cuh).
+  bool takes_flagged_x = false;
+  bool gives_flagged_y = false;
 };
 
-// Throws megacut::Error where can_implement fails or a buffer is missing.
-RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers);
+// Where a region hands an op's x or y over as flagged words: the words (null: none).
+struct FlaggedWords {
+  const unsigned long long* x = nullptr;
+  unsigned long long* y = nullptr;
+};
+
+// Throws megacut::Error where can_implement fails or a buffer is missing, or where `flagged`
+// names words the body cannot take or give.
+RegionBody region_body(const model::Graph& graph, int op, const StageBuffers& buffers,
+                       FlaggedWords flagged = {});
 
 }  // namespace megacut::executor

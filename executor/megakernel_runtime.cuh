@@ -198,6 +198,7 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
   tiles::cp_async_commit();
   const unsigned long long run = run_index;
   tiles::StreamCursor weights{ring, 0, 4 * p.watchdog_ns};
+  weights.region = {static_cast<unsigned>(run), &p.error->flag, 4 * p.watchdog_ns};
   for (int i = first; i < last; ++i) {
     const int k = i - first;
     // This thread's copies for task i (issued during task i - 1) have landed; the barrier below
@@ -296,8 +297,8 @@ __device__ void run_region(const Params& p) {
 }
 
 // A body's part of Region::stream and Region::run: streamed bodies take the CTA's weight
-// cursor, mapped bodies their tensor maps (beside the layout); the others have nothing to
-// stream.
+// cursor, mapped bodies their tensor maps, bodies that hand flagged words over the region's
+// run (beside the layout); the others have nothing to stream.
 using tiles::StreamedBody;
 
 template <class Body>
@@ -319,6 +320,8 @@ __device__ __forceinline__ void body_run(const char* layout, long long tile, cha
     Body::run(l, tile, smem, weights);
   } else if constexpr (tiles::MappedBody<Body>) {
     Body::run(l, tile, smem, maps);
+  } else if constexpr (tiles::RegionRunBody<Body>) {
+    Body::run(l, tile, smem, weights.region);
   } else {
     Body::run(l, tile, smem);
   }

@@ -333,6 +333,7 @@ struct ScenarioRunner::Impl {
       }
       RegionOptions mk;
       mk.timing = options.task_timing;
+      mk.flagged_hand_overs = !options.counter_hops;
       stage.launcher = std::make_unique<StageLauncher>(
           stage.graph, stage.buffers, regions, options.providers, context.get(), options.pdl, mk);
     }

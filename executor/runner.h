@@ -40,6 +40,9 @@ struct RunOptions {
   // mk regions compiled with per-task timing records (mk_regions, read_timings); this adds
   // stores to every task, so a run measured with it is not the plain composition's.
   bool task_timing = false;
+  // mk regions hand every activation over through counters (RegionOptions::flagged_hand_overs
+  // off): for comparison with the flagged words they use where they can.
+  bool counter_hops = false;
 };
 
 // One timed scenario: how it was obtained (provider, composition) and what it measured.

@@ -40,9 +40,10 @@ struct AttentionDecodeTile {
   // Query row `row` of query head `head` (its head_dim values at q) over its keys. With `newest`
   // (shared memory: the key, then the value, of the row's own position) the last key comes from
   // there; without, from the cache. `part`: smem_bytes of shared memory. Every thread of the
-  // tile calls it.
+  // tile calls it. Where the layout has y_flagged, the output also goes there, as `region`'s
+  // run's.
   __device__ static void attend(const Layout& l, long long row, int head, const bf16* q_head,
-                                const bf16* newest, float* part) {
+                                const bf16* newest, float* part, const RegionRun& region = {}) {
     const int group = l.heads / l.kv_heads;
     const int kv_head = head / group;
     const int kv_cols = l.kv_heads * kHeadDim;
@@ -124,7 +125,19 @@ struct AttentionDecodeTile {
         total += w * p[kHeadDim + 1];
         value += w * p[d];
       }
-      l.out[row * l.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(value / total);
+      const long long at = row * l.heads * kHeadDim + head * kHeadDim + d;
+      const float y = value / total;
+      l.out[at] = __float2bfloat16_rn(y);
+      if (l.y_flagged != nullptr) {
+        // Outputs d and d + 1 (d even) are this lane's and the next's, of whole warps (or the
+        // first kHeadDim lanes, below 32).
+        constexpr unsigned kLanes = kHeadDim >= 32 ? 0xffffffffu : (1u << kHeadDim) - 1;
+        const float next = __shfl_down_sync(kLanes, y, 1);
+        if (d % 2 == 0) {
+          store_flagged(l.y_flagged + at / 2, __float2bfloat16_rn(y), __float2bfloat16_rn(next),
+                        region.run);
+        }
+      }
     }
     tile_sync<kThreads>();  // shared memory is free again
   }
@@ -153,7 +166,17 @@ struct QkvAttentionDecodeTile {
     return Attend::smem_bytes(l) + 3 * kHeadDim * 2 + kHalf * 4;
   }
 
+  // Whether it can take q as flagged words, and give its output so (tiles/flagged.cuh).
+  __host__ __device__ static bool takes_flagged_x(const Layout& l) { return l.q_stride % 2 == 0; }
+  __host__ __device__ static bool gives_flagged_y(const Layout&) { return true; }
+
   __device__ static void run(const Layout& l, long long tile, char* smem) {
+    run(l, tile, smem, RegionRun{});
+  }
+
+  // In a megakernel region: q from its flagged words where the layout has them, once they hold
+  // `region`'s run's values.
+  __device__ static void run(const Layout& l, long long tile, char* smem, const RegionRun& region) {
     if (threadIdx.x >= kThreads) return;
     const AttentionLayout& a = l;
     const TileBox box = a.grid.box(tile);
@@ -175,7 +198,18 @@ struct QkvAttentionDecodeTile {
     for (long long row = box.row_begin; row < box.row_end; ++row) {
       const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
       float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (threadIdx.x < 64 && role < 3) unpack8(load8(a.q + row * a.q_stride + col + d0), f);
+      if (threadIdx.x < 64 && role < 3) {
+        const long long at = row * a.q_stride + col + d0;
+        if (l.x_flagged != nullptr) {
+          const unsigned long long* words[1] = {l.x_flagged + at / 2};
+          uint4 v[1];
+          check_flagged_wait(
+              load_flagged_chunks<1>(words, region.run, region.stop, region.timeout_ns, v));
+          unpack8(*reinterpret_cast<const Vec8*>(&v[0]), f);
+        } else {
+          unpack8(load8(a.q + at), f);
+        }
+      }
       tile_sync<kThreads>();         // the frequencies
       if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
         if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
@@ -216,7 +250,7 @@ struct QkvAttentionDecodeTile {
         }
       }
       tile_sync<kThreads>();
-      Attend::attend(a, row, head, fresh, fresh + kHeadDim, reinterpret_cast<float*>(smem));
+      Attend::attend(a, row, head, fresh, fresh + kHeadDim, reinterpret_cast<float*>(smem), region);
     }
   }
 };

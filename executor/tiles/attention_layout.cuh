@@ -2,6 +2,7 @@
 #pragma once
 
 #include "executor/tiles/common.cuh"
+#include "executor/tiles/flagged.cuh"
 #include "executor/tiles/rope.cuh"
 
 namespace megacut::tiles {
@@ -25,6 +26,9 @@ struct AttentionLayout {
   long long capacity;
   float scale;    // softmax scale, 1 / sqrt(head_dim)
   TileGrid grid;  // (rows, heads * head_dim), tile_cols = heads / kv_heads * head_dim
+  // Inside a megakernel region, where the op after takes out as flagged words
+  // (tiles/flagged.cuh): out's, (rows, heads * head_dim / 2), written besides out.
+  unsigned long long* y_flagged = nullptr;
 };
 
 // qkv-attention (decode: one new row a sequence): q is the qkv output (q heads, k heads, v heads;
@@ -36,6 +40,9 @@ struct QkvAttentionLayout : AttentionLayout {
   const bf16* qk_norm;
   float eps;
   RopeFrequencies rope;
+  // Where the op before hands q over as flagged words: q's, (rows, q_stride / 2), read in its
+  // place.
+  const unsigned long long* x_flagged = nullptr;
 };
 
 // Cache positions [lo, hi] that query position `pos` attends to.

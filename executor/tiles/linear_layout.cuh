@@ -24,6 +24,11 @@ struct LinearLayout {
   const bf16* norm = nullptr;      // (k): x is rmsnorm'ed with this scale (norm-linear)
   float eps = 0.f;                 // norm-linear's
   const bf16* residual = nullptr;  // (rows, n): added to y (linear-residual)
+  // Inside a megakernel region (tiles/flagged.cuh), where the op before hands x over as flagged
+  // words: x's, (rows, k / 2), which the body waits on and reads in place of x. And where the
+  // op after takes y so: y's, (rows, n / 2), which the body writes besides y.
+  const unsigned long long* x_flagged = nullptr;
+  unsigned long long* y_flagged = nullptr;
 };
 
 // What the weight-streaming body does besides y = x W^T: nothing; normalize x per row

@@ -35,6 +35,7 @@
 // rmsnorm and a linear after it round the normalized x twice.
 #pragma once
 
+#include "executor/tiles/flagged.cuh"
 #include "executor/tiles/linear_layout.cuh"
 #include "executor/tiles/mma.cuh"
 #include "executor/tiles/stream.cuh"
@@ -121,15 +122,50 @@ struct LinearStreamTile {
     return p;
   }
 
+  // Whether the body takes x as flagged words (Layout::x_flagged) on this layout: where it stages
+  // x, which it then reads once, before the first stage. And whether it can write y so (bf16 y,
+  // in pairs of features).
+  __host__ __device__ static bool takes_flagged_x(const Layout& l) { return staged_x_bytes(l) > 0; }
+  __host__ __device__ static bool gives_flagged_y(const Layout& l) {
+    return sizeof(OutT) == 2 && l.n % 2 == 0 && l.grid.tile_cols % 2 == 0;
+  }
+
   // The tile's x rows into shared memory, (rows, k): normed, each multiplied by the norm's scale
   // and rounded to bf16 as the products would have it, and each row's sum of squares of the raw
   // x, summed in a fixed order, into squares[row] (the first of the kWarpsPerBlock partials;
-  // the others zero) for the epilogue.
+  // the others zero) for the epilogue. From x's flagged words where the layout has them, once
+  // they hold this run's values.
   __device__ static void stage_x(const Layout& l, const TileBox& box, bf16* staged,
-                                 float* chunk_squares, float* squares) {
+                                 float* chunk_squares, float* squares,
+                                 const StreamCursor& weights) {
     const int rows = box.rows(), chunks_per_row = l.k / 8, chunks = rows * chunks_per_row;
     const bf16* x = l.x + box.row_begin * l.k;
-    if constexpr (kNormed) {
+    if (l.x_flagged != nullptr) {
+      constexpr int kPerThread = (kStagedXBytes / 16 + kThreads - 1) / kThreads;
+      const unsigned long long* at[kPerThread];
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+        at[j] = i < chunks ? l.x_flagged + (box.row_begin * l.k + i * 8ll) / 2 : nullptr;
+      }
+      uint4 v[kPerThread];
+      const RegionRun& region = weights.region;
+      check_flagged_wait(
+          load_flagged_chunks<kPerThread>(at, region.run, region.stop, region.timeout_ns, v));
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = static_cast<int>(threadIdx.x) + j * kThreads;
+        if (i >= chunks) break;
+        if constexpr (kNormed) {
+          const uint4 scale = *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
+          float sum = 0.f;
+          v[j] = make_uint4(operand_word(v[j].x, scale.x, sum), operand_word(v[j].y, scale.y, sum),
+                            operand_word(v[j].z, scale.z, sum), operand_word(v[j].w, scale.w, sum));
+          chunk_squares[i] = sum;
+        }
+        *reinterpret_cast<uint4*>(staged + i * 8) = v[j];
+      }
+    } else if constexpr (kNormed) {
       for (int i = threadIdx.x; i < chunks; i += kThreads) {
         uint4 v = *reinterpret_cast<const uint4*>(x + i * 8);
         const uint4 scale = *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
@@ -333,14 +369,14 @@ struct LinearStreamTile {
     int parts = kWarpsPerBlock, part_rows = kN8 * 8;
     if (split) {
       bf16* staged = reinterpret_cast<bf16*>(smem + partial_bytes());  // (rows, k)
-      stage_x(l, box, staged, partial, squares);
+      stage_x(l, box, staged, partial, squares, weights);
       products_by_stage(l, staged, rows, stages, partial, weights);
       weights.skip(stages);
       parts = kWarps;
       part_rows = rows;
     } else if (staged_x_bytes(l) > 0) {
       bf16* staged = reinterpret_cast<bf16*>(smem + partial_bytes());  // (rows, k)
-      stage_x(l, box, staged, partial, squares);
+      stage_x(l, box, staged, partial, squares, weights);
       for (int s = 0; s < stages; ++s) {
         const char* stage = weights.wait();
         if (s > 0) weights.release();  // stage s - 1 (see StreamCursor)
@@ -441,17 +477,20 @@ struct LinearStreamTile {
     }
     tile_sync<kThreads>();
     // normed_glu's tile (cols <= kCols / 2 features) has the gate sums of its features in weight
-    // rows [0, kCols / 2) and their up sums in the rows after.
-    for (int i = threadIdx.x; i < rows * cols; i += kThreads) {
-      const int r = i / cols, c = i % cols;
+    // rows [0, kCols / 2) and their up sums in the rows after. Every thread takes every round,
+    // so that y's flagged words can take a pair of outputs from two lanes.
+    for (int base = 0; base < rows * cols; base += kThreads) {
+      const int i = base + static_cast<int>(threadIdx.x);
+      const bool inside = i < rows * cols;
+      const int r = inside ? i / cols : 0, c = inside ? i % cols : 0;
       auto total = [&](int row) {
         float sum = 0.f;
 #pragma unroll
         for (int p = 0; p < parts; ++p) sum += partial[(p * part_rows + r) * kCols + row];
         return sum;
       };
-      float sum = total(c);
-      if constexpr (kNormed) {
+      float sum = inside ? total(c) : 0.f;
+      if (inside && kNormed) {
         float sq = 0.f;
 #pragma unroll
         for (int k = 0; k < kWarpsPerBlock; ++k) sq += squares[k * kN8 * 8 + r];
@@ -464,10 +503,20 @@ struct LinearStreamTile {
       }
       const long long at = (box.row_begin + r) * l.n + box.col_begin + c;
       // As a linear's bf16 output and a residual-add after it would round: the same bits.
-      if (l.residual != nullptr) {
+      if (inside && l.residual != nullptr) {
         sum = round_bf16(sum) + (one_pass ? early_residual : __bfloat162float(l.residual[at]));
       }
-      store_out(l.y + at, sum);
+      if (inside) store_out(l.y + at, sum);
+      if constexpr (sizeof(OutT) == 2) {
+        if (l.y_flagged != nullptr) {
+          // Outputs c and c + 1 (c even: cols and kThreads are) are this lane's and the next's.
+          const float next = __shfl_down_sync(0xffffffffu, sum, 1);
+          if (inside && c % 2 == 0) {
+            store_flagged(l.y_flagged + at / 2, __float2bfloat16_rn(sum), __float2bfloat16_rn(next),
+                          weights.region.run);
+          }
+        }
+      }
     }
     tile_sync<kThreads>();  // shared memory is free again
   }

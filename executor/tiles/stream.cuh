@@ -20,6 +20,7 @@
 #pragma once
 
 #include "executor/tiles/common.cuh"
+#include "executor/tiles/flagged.cuh"
 #include "executor/tiles/stream_shape.h"
 
 namespace megacut::tiles {
@@ -197,6 +198,9 @@ struct StreamCursor {
   // position's and released's slots, and position's phase parity: counted on, not divided out,
   // on the consumers' path through every stage.
   unsigned slot = 0, parity = 0, released_slot = 0;
+  // The megakernel region the body runs in, for its flagged words (tiles/flagged.cuh); none in a
+  // conventional kernel.
+  RegionRun region{};
 
   // Waits for the stage at the cursor; its slot. The cursor moves on.
   __device__ const char* wait() {

@@ -556,6 +556,61 @@ std::string first_difference(ScenarioRunner& runner, int stage, const model::Gra
 // Llama-3.2-1B's prefill (16 rows: streamed linears, multi-row attention) with mk regions, ten
 // runs each, op by op against all-conventional: a race shows as the first op whose output moves
 // from run to run, and where in it.
+// A decode stage as one mk region hands the linears' x over as flagged words where a linear of
+// the region wrote it (tiles/flagged.cuh). Graph replays, each reading what the one before left
+// (the token), so that each run's words must not pass for the next one's: bitwise the
+// conventional run's logits, with the words and with every hop through counters
+// (RunOptions::counter_hops), which hands over none.
+TEST(MegakernelGpu, DecodeRegionsHandOverFlaggedWords) {
+  MEGACUT_REQUIRE_GPU();
+  for (const ModelCase& c : {model_case("tiny-llama", 1, 16), model_case("tiny-qwen3", 8, 16),
+                             model_case("llama-3.2-1b", 1, 16)}) {
+    const HostWeights weights = HostWeights::random(c.spec, 3);
+    RunOptions options;
+    options.warmup = 0;
+    options.runs = 1;
+    model::Composition decode_mk;
+    for (const model::Graph& g : c.graphs) {
+      const bool mk = g.stage() == "decode";
+      decode_mk.stages.push_back(
+          {g.stage(), {{mk ? model::RegionKind::mk : model::RegionKind::conv, 0, g.op_count()}}});
+    }
+    for (const bool counters : {false, true}) {
+      ScenarioRunner conv(c.spec, c.scenario, weights, options);
+      RunOptions o = options;
+      o.composition = decode_mk;
+      o.counter_hops = counters;
+      ScenarioRunner runner(c.spec, c.scenario, weights, o);
+      const std::string what = c.spec.name + " batch " + std::to_string(c.scenario.batch) +
+                               (counters ? ", counters only" : ", flagged words");
+      bool bitwise = true;
+      for (int replay = 0; replay < 4; ++replay) {
+        for (int stage = 0; stage < conv.stage_count(); ++stage) {
+          conv.time_replay_ms(stage);
+          runner.time_replay_ms(stage);
+          bitwise = expect_same_logits(runner.stage_logits(stage), conv.stage_logits(stage),
+                                       c.spec.decoder.vocab_size,
+                                       what + ", replay " + std::to_string(replay) + ", stage " +
+                                           std::to_string(stage)) &&
+                    bitwise;
+        }
+      }
+      EXPECT_TRUE(bitwise) << what << ": not bitwise the conventional run's";
+      int flagged = 0;
+      for (int s = 0; s < runner.stage_count(); ++s) {
+        for (const MegakernelRegion* r : runner.mk_regions(s))
+          flagged += r->config().flagged_inputs;
+      }
+      if (counters) {
+        EXPECT_EQ(flagged, 0) << what;
+      } else {
+        EXPECT_GT(flagged, 0) << what;
+      }
+      std::printf("%s: %d inputs handed over as flagged words\n", what.c_str(), flagged);
+    }
+  }
+}
+
 TEST(MegakernelGpu, Llama1bPrefillRegionsMatchOpByOp) {
   MEGACUT_REQUIRE_GPU();
   const ModelCase c = model_case("llama-3.2-1b", 1, 16);
