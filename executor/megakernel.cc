@@ -192,7 +192,7 @@ struct MegakernelRegion::Impl {
     }
   }
 
-  // Where an op of the region reads as its x the output of an op before it in the region, and
+  // Where an op of the region reads as its x the output of an earlier op of the region, and
   // both bodies can, x is handed over as flagged words (tiles/flagged.cuh): the producer's body
   // writes them besides its output, the consumer's polls them instead of the producer's
   // counters, and the consumer's dependencies on the producer leave the task table (by_data).
@@ -338,6 +338,13 @@ MegakernelRegion::MegakernelRegion(const model::Graph& graph, TaskTable table,
                                    const StageBuffers& buffers, RegionOptions options, bool verify)
     : impl_(std::make_unique<Impl>(graph, table.op_begin, table.op_end, options)) {
   Impl& m = *impl_;
+  // Its bodies hand nothing over as words: a table without the dependencies of such hand-overs
+  // would leave their consumers waiting for nothing.
+  if (!table.by_data.empty()) {
+    throw Error(m.name +
+                ": a given task table cannot wait by data (its bodies take no flagged "
+                "words)");
+  }
   const std::vector<RegionBody> bodies = bodies_of(graph, table.op_begin, table.op_end, buffers);
   const std::vector<std::string> names = region_body_names(graph, table.op_begin, table.op_end);
   m.compile(bodies, names);

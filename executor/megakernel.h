@@ -35,8 +35,8 @@ struct RegionOptions {
   // serialization): it may start while the kernel before it drains. The kernel is the same
   // either way.
   bool pdl = false;
-  // Hand an op's x over as flagged words where the op before it in the region and both bodies
-  // can (tiles/flagged.cuh): the consumer then polls the words it reads instead of the
+  // Hand an op's x over as flagged words where an earlier op of the region wrote it and both
+  // bodies can (tiles/flagged.cuh): the consumer then polls the words it reads instead of the
   // producer's counters, and no release fence is on the hop's path. Off: every hop through
   // counters, as a conventional region's, for comparison.
   bool flagged_hand_overs = true;

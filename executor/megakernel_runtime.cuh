@@ -14,6 +14,8 @@
 // region's first instruction on: weights are no kernel's output, so neither the kernels before
 // the region nor the task's dependencies hold them back. Every wait is bounded in time
 // (Params::watchdog_ns): a region that cannot make progress records where it hung and exits.
+// A body's wait for flagged words (tiles/flagged.cuh), whose producers' waits are all bounded,
+// gives up once one of those has, and traps after four watchdogs rather than hang.
 #pragma once
 
 #include "executor/counters.cuh"

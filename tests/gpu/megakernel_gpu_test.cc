@@ -553,13 +553,10 @@ std::string first_difference(ScenarioRunner& runner, int stage, const model::Gra
   return {};
 }
 
-// Llama-3.2-1B's prefill (16 rows: streamed linears, multi-row attention) with mk regions, ten
-// runs each, op by op against all-conventional: a race shows as the first op whose output moves
-// from run to run, and where in it.
-// A decode stage as one mk region hands the linears' x over as flagged words where a linear of
-// the region wrote it (tiles/flagged.cuh). Graph replays, each reading what the one before left
-// (the token), so that each run's words must not pass for the next one's: bitwise the
-// conventional run's logits, with the words and with every hop through counters
+// A decode stage as one mk region hands its ops' x over as flagged words where an op of the
+// region wrote it (tiles/flagged.cuh): a layer's linears and attention. Graph replays, each reading
+// what the one before left (the token), so that each run's words must not pass for the next one's:
+// bitwise the conventional run's logits, with the words and with every hop through counters
 // (RunOptions::counter_hops), which hands over none.
 TEST(MegakernelGpu, DecodeRegionsHandOverFlaggedWords) {
   MEGACUT_REQUIRE_GPU();
@@ -611,6 +608,9 @@ TEST(MegakernelGpu, DecodeRegionsHandOverFlaggedWords) {
   }
 }
 
+// Llama-3.2-1B's prefill (16 rows: streamed linears, multi-row attention) with mk regions, ten
+// runs each, op by op against all-conventional: a race shows as the first op whose output moves
+// from run to run, and where in it.
 TEST(MegakernelGpu, Llama1bPrefillRegionsMatchOpByOp) {
   MEGACUT_REQUIRE_GPU();
   const ModelCase c = model_case("llama-3.2-1b", 1, 16);
