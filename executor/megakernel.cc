@@ -193,33 +193,25 @@ struct MegakernelRegion::Impl {
   }
 
   // Where an op of the region reads as its x the output of an earlier op of the region, and
-  // both bodies can, x is handed over as flagged words (tiles/flagged.cuh): the producer's body
-  // writes them besides its output, the consumer's polls them instead of the producer's
-  // counters, and the consumer's dependencies on the producer leave the task table (by_data).
-  // Not where the consumer reads anything else the producer writes: only counters order that.
-  // The words start zeroed (no run) and are the region's own.
+  // both bodies can, x is handed over as flagged words (tiles/flagged.cuh; model::data_edges
+  // says where): the producer's body writes them besides its output, the consumer's polls them
+  // instead of the producer's counters, and the consumer's dependencies on the producer leave the
+  // task table (by_data). The words start zeroed (no run) and are the region's own.
   void hand_over_by_data(std::vector<RegionBody>& bodies, const StageBuffers& buffers) {
     if (!options.flagged_hand_overs) return;
     const int begin = config.op_begin, end = config.op_end;
+    by_data = model::data_edges(
+        graph, begin, end, [&](int op) { return bodies[op - begin].takes_flagged_x; },
+        [&](int op) { return bodies[op - begin].gives_flagged_y; });
     std::vector<FlaggedWords> words(static_cast<size_t>(end - begin));
-    for (int op = begin; op < end; ++op) {
-      const model::Op& o = graph.op(op);
-      if (!bodies[op - begin].takes_flagged_x || o.inputs.empty()) continue;
-      const int producer = graph.producer(o.inputs[0]);
-      if (producer < begin || !bodies[producer - begin].gives_flagged_y) continue;
-      bool reads_more = false;
-      for (size_t i = 1; i < o.inputs.size(); ++i) {
-        reads_more = reads_more || graph.producer(o.inputs[i]) == producer;
-      }
-      if (reads_more) continue;
-      FlaggedWords& given = words[producer - begin];
+    for (const model::DataEdge& e : by_data) {
+      FlaggedWords& given = words[e.producer - begin];
       if (given.y == nullptr) {
-        const int64_t elements = graph.tensor(o.inputs[0]).elements();
+        const int64_t elements = graph.tensor(graph.op(e.consumer).inputs[0]).elements();
         flagged_words.emplace_back(static_cast<size_t>(elements / 2));
         given.y = flagged_words.back().get();
       }
-      words[op - begin].x = given.y;
-      by_data.push_back({producer, op});
+      words[e.consumer - begin].x = given.y;
     }
     for (int op = begin; op < end; ++op) {
       const FlaggedWords& w = words[op - begin];

@@ -154,13 +154,32 @@ TaskWaits task_waits(const Graph& graph, const Schedule& schedule,
   return w;
 }
 
-std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule) {
+std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule,
+                                      const std::vector<DataEdge>& by_data) {
   const TaskId tasks = graph.first_task(schedule.op_end) - graph.first_task(schedule.op_begin);
   std::vector<int32_t> counts(static_cast<size_t>(tasks), 0);
   walk_waits(
-      graph, schedule, {}, [&](TaskId task, TaskId) { ++counts[task]; },
+      graph, schedule, by_data, [&](TaskId task, TaskId) { ++counts[task]; },
       [&](TaskId task, int) { ++counts[task]; });
   return counts;
+}
+
+std::vector<DataEdge> data_edges(const Graph& graph, int op_begin, int op_end,
+                                 const std::function<bool(int)>& takes_x,
+                                 const std::function<bool(int)>& gives_y) {
+  std::vector<DataEdge> edges;
+  for (int op = op_begin; op < op_end; ++op) {
+    const Op& o = graph.op(op);
+    if (o.inputs.empty() || !takes_x(op)) continue;
+    const int producer = graph.producer(o.inputs[0]);
+    if (producer < op_begin || !gives_y(producer)) continue;
+    bool reads_more = false;
+    for (size_t i = 1; i < o.inputs.size(); ++i) {
+      reads_more = reads_more || graph.producer(o.inputs[i]) == producer;
+    }
+    if (!reads_more) edges.push_back({producer, op});
+  }
+  return edges;
 }
 
 }  // namespace megacut::model

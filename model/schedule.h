@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/graph.h"
@@ -62,7 +63,18 @@ struct DataEdge {
 TaskWaits task_waits(const Graph& graph, const Schedule& schedule,
                      const std::vector<DataEdge>& by_data = {});
 // How many waits each task has (TaskWaits::count of each), without the lists.
-std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule);
+std::vector<int32_t> task_wait_counts(const Graph& graph, const Schedule& schedule,
+                                      const std::vector<DataEdge>& by_data = {});
+
+// The hops of region [op_begin, op_end) that go by flagged words, given what each op's tile body
+// can do with them (`takes_x(op)`: wait on its x as words and read it from them; `gives_y(op)`:
+// write its output as words besides it): an op whose first input an earlier op of the region
+// wrote, where the consumer takes and the producer gives, and the consumer reads nothing else
+// the producer writes (only counters order that). In op order. The runtime hands these over
+// (executor::MegakernelRegion) and the simulator prices them; both ask here.
+std::vector<DataEdge> data_edges(const Graph& graph, int op_begin, int op_end,
+                                 const std::function<bool(int)>& takes_x,
+                                 const std::function<bool(int)>& gives_y);
 
 // Rough task cost in nanoseconds, used only to balance queues: the simulator uses measured
 // costs. Exposed so tests can reason about the placement.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -202,12 +203,9 @@ TEST(ScheduleTest, TasksWaitOnlyForWhatTheirQueueHasNotSeenDone) {
             seen.insert(id);
           }
         }
-        if (by_data.empty()) {
-          ASSERT_EQ(task_wait_counts(g, s).size(), static_cast<size_t>(s.task_count()));
-          for (int64_t i = 0; i < s.task_count(); ++i) {
-            ASSERT_EQ(task_wait_counts(g, s)[i], w.count(i));
-          }
-        }
+        const std::vector<int32_t> counts = task_wait_counts(g, s, by_data);
+        ASSERT_EQ(counts.size(), static_cast<size_t>(s.task_count()));
+        for (int64_t i = 0; i < s.task_count(); ++i) ASSERT_EQ(counts[i], w.count(i));
       }
     }
   }
@@ -215,6 +213,49 @@ TEST(ScheduleTest, TasksWaitOnlyForWhatTheirQueueHasNotSeenDone) {
   EXPECT_GT(op_waits, 0);
   EXPECT_GT(dropped, 0);
   EXPECT_GT(data_edges, 0);
+}
+
+// A region's hops by data: each op whose first input an earlier op of the region wrote, where the
+// consumer takes words and the producer gives them, unless the consumer reads more of the
+// producer's output. The tiny llama's decode step, op by op: every edge found is such an op, and
+// every such op is found; none reaches before the region, and none where a side cannot.
+TEST(ScheduleTest, DataEdgesFollowFirstInputsBetweenBodiesThatCan) {
+  const Graph g = tiny("tiny-llama", "decode", 1);
+  auto all = [](int) { return true; };
+  auto expected = [&](int begin, int end, const std::function<bool(int)>& takes,
+                      const std::function<bool(int)>& gives) {
+    std::vector<DataEdge> edges;
+    for (int op = begin; op < end; ++op) {
+      const Op& o = g.op(op);
+      if (o.inputs.empty() || !takes(op)) continue;
+      const int producer = g.producer(o.inputs[0]);
+      if (producer < begin || !gives(producer)) continue;
+      if (std::ranges::count_if(o.inputs, [&](int t) { return g.producer(t) == producer; }) > 1) {
+        continue;
+      }
+      edges.push_back({producer, op});
+    }
+    return edges;
+  };
+  const std::vector<DataEdge> whole = data_edges(g, 0, g.op_count(), all, all);
+  EXPECT_EQ(whole, expected(0, g.op_count(), all, all));
+  // Each op after embed reads the one before it as its x (a residual, where it has one, comes
+  // from further back): a chain.
+  ASSERT_EQ(whole.size(), static_cast<size_t>(g.op_count() - 1));
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(whole[i], (DataEdge{static_cast<int>(i), static_cast<int>(i) + 1}));
+  }
+  // A region that starts at a consumer leaves its hop out.
+  const int cut = whole.back().consumer;
+  for (const DataEdge& e : data_edges(g, cut, g.op_count(), all, all)) {
+    EXPECT_GE(e.producer, cut);
+  }
+  // Ops that cannot take or give: none of their hops.
+  auto even = [](int op) { return op % 2 == 0; };
+  const std::vector<DataEdge> some = data_edges(g, 0, g.op_count(), even, all);
+  EXPECT_EQ(some, expected(0, g.op_count(), even, all));
+  for (const DataEdge& e : some) EXPECT_EQ(e.consumer % 2, 0);
+  EXPECT_TRUE(data_edges(g, 0, g.op_count(), all, [](int) { return false; }).empty());
 }
 
 // On one queue every dependency inside the region ran earlier on that queue: nothing to wait for.
