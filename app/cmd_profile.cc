@@ -50,6 +50,11 @@ void print_micro(Terminal& t, const profiler::MicroResult& m) {
     t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld", label, s->p50, s->p95,
                          s->mean, s->stdev, static_cast<long long>(s->count)));
   }
+  if (const auto& s = m.micro.flagged_word_hop_ns) {
+    t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld",
+                         "flagged word store -> poll (other SM)", s->p50, s->p95, s->mean, s->stdev,
+                         static_cast<long long>(s->count)));
+  }
   if (const auto& s = m.micro.dependency_check_round_ns) {
     t.line(printf_string("  %-38s %8.0f  %8.0f  %8.0f  %8.0f  %7lld",
                          "dependency check, one round per block", s->p50, s->p95, s->mean, s->stdev,

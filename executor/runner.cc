@@ -474,6 +474,11 @@ std::unique_ptr<MegakernelRegion> ScenarioRunner::make_region(int stage, int op_
   return std::make_unique<MegakernelRegion>(s.graph, op_begin, op_end, s.buffers, options);
 }
 
+RegionBody ScenarioRunner::region_body(int stage, int op) const {
+  const Stage& s = impl_->stage(stage);
+  return executor::region_body(s.graph, op, s.buffers);
+}
+
 cudaStream_t ScenarioRunner::stream() const { return impl_->stream; }
 
 void ScenarioRunner::capture(int stage) { impl_->capture(impl_->stage(stage)); }

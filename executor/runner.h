@@ -18,6 +18,7 @@
 
 #include "executor/conventional.h"
 #include "executor/megakernel.h"
+#include "executor/megakernel_bodies.h"
 #include "executor/weights.h"
 #include "model/composition.h"
 #include "model/linear_provider.h"
@@ -103,6 +104,9 @@ class ScenarioRunner {
   // outside the composition, for standalone task benchmarks; launch it on stream().
   std::unique_ptr<MegakernelRegion> make_region(int stage, int op_begin, int op_end,
                                                 RegionOptions options) const;
+  // The op's tile body as an mk region runs it over the stage's buffers (what it can do with
+  // flagged words, for the profile).
+  RegionBody region_body(int stage, int op) const;
   cudaStream_t stream() const;
   // Captures the stage's CUDA graph unless already captured, after one eager run of the stage
   // so that cuBLASLt picks its plans outside the capture.

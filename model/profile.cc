@@ -148,6 +148,10 @@ json op_to_json(const OpProfile& op) {
     j["tasks"] = tasks;
   }
   if (op.tiles > 0) j["tiles"] = op.tiles;
+  if (op.flagged_words) {
+    j["flagged_words"] = {{"takes_x", op.flagged_words->takes_x},
+                          {"gives_y", op.flagged_words->gives_y}};
+  }
   return j;
 }
 
@@ -181,6 +185,10 @@ OpProfile op_from(const Node& n, int sm_count) {
     op.task_region = region_config_from(n.at("task_region"));
   }
   if (n.has("tiles")) op.tiles = n.at("tiles").integer(1, kMaxInt);
+  if (n.has("flagged_words")) {
+    const Node f = n.at("flagged_words");
+    op.flagged_words = FlaggedWordsSupport{f.at("takes_x").boolean(), f.at("gives_y").boolean()};
+  }
   return op;
 }
 
@@ -343,6 +351,9 @@ json profile_to_json(const Profile& p) {
   if (m.dependency_check_round_ns) {
     micro["dependency_check_round_ns"] = model::stats_to_json(*m.dependency_check_round_ns);
   }
+  if (m.flagged_word_hop_ns) {
+    micro["flagged_word_hop_ns"] = model::stats_to_json(*m.flagged_word_hop_ns);
+  }
   if (m.dependent_launch_ns) {
     micro["dependent_launch_ns"] = model::stats_to_json(*m.dependent_launch_ns);
   }
@@ -462,6 +473,9 @@ Profile profile_from_json(const json& json_doc, std::string_view file_view) {
   if (micro.has("dependency_check_round_ns")) {
     m.dependency_check_round_ns =
         duration_from(micro.at("dependency_check_round_ns"), Duration::gap);
+  }
+  if (micro.has("flagged_word_hop_ns")) {
+    m.flagged_word_hop_ns = duration_from(micro.at("flagged_word_hop_ns"), Duration::gap);
   }
   if (micro.has("dependent_launch_ns")) {
     m.dependent_launch_ns = duration_from(micro.at("dependent_launch_ns"), Duration::gap);

@@ -124,6 +124,11 @@ struct MicroBenchmarks {
   // has started, before its own CTAs can. Absent from older profiles; the simulator then
   // charges kernel_gap_ns and says so.
   std::optional<LatencyStats> dependent_launch_ns;
+  // A flagged word (executor/tiles/flagged.cuh) stored on one SM to the poll that sees its run
+  // on another: what a hop by data in an mk region waits (model::data_edges), where a hop by
+  // counter waits counter_signal_to_wait_ns. Absent from older profiles; the simulator then
+  // prices every hop as a counter's and says so.
+  std::optional<LatencyStats> flagged_word_hop_ns;
   // Tensor parallel only: each collective kind the graphs hold, over message sizes. Without them
   // (profiles of one GPU, or that predate them) no mk region can run a collective.
   std::vector<CollectiveBenchmark> collectives;
@@ -190,6 +195,14 @@ struct TaskBenchmark {
   friend bool operator==(const TaskBenchmark&, const TaskBenchmark&) = default;
 };
 
+// What an op's tile body can do with flagged words in an mk region (executor::RegionBody): take
+// its x as words, give its output as words. model::data_edges turns them into a region's hops.
+struct FlaggedWordsSupport {
+  bool takes_x = false;
+  bool gives_y = false;
+  friend bool operator==(const FlaggedWordsSupport&, const FlaggedWordsSupport&) = default;
+};
+
 struct OpProfile {
   int index = 0;
   std::string name;  // checked against the graph rebuilt from the model config
@@ -205,6 +218,8 @@ struct OpProfile {
   // durations to the tiles of the graph it rebuilds, so another tiling (other code) is refused.
   // 0: not recorded (profiles before the field).
   int64_t tiles = 0;
+  // Absent from profiles that predate it: the simulator then hands nothing over as words.
+  std::optional<FlaggedWordsSupport> flagged_words;
   friend bool operator==(const OpProfile&, const OpProfile&) = default;
 };
 

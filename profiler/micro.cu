@@ -13,6 +13,7 @@
 #include "executor/device.h"
 #include "executor/device_memory.h"
 #include "executor/launch.h"
+#include "executor/tiles/flagged.cuh"
 #include "model/error.h"
 #include "profiler/micro.h"
 
@@ -143,6 +144,61 @@ __global__ void pingpong_kernel(PingPongLayout l) {
           return;
         }
         executor::signal_counter(l.counter, 2 * n + 2);
+      }
+    }
+    if (ping) l.batch_ns[batch] = globaltimer_ns() - start;
+  }
+}
+
+struct WordPingPongLayout {
+  unsigned long long* words;  // (4,) 32-byte aligned, zero at launch: one chunk of flagged words
+  u64* batch_ns;              // (kPingPongBatches,) as pingpong_kernel's
+  int* smid;                  // (2,)
+  int* error;                 // (1,) 1: a wait timed out; 2: a chunk held another run's values
+};
+
+// As pingpong_kernel, with a chunk of flagged words for the counter: CTA 0 writes the chunk of
+// run 2n+1 and polls for run 2n+2, CTA 1 the other way round. Each chunk's values come from
+// its run, and the poller checks them.
+__global__ void word_pingpong_kernel(WordPingPongLayout l) {
+  extern __shared__ char reserved[];
+  if (threadIdx.x != 0) return;
+  int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  l.smid[blockIdx.x] = sm;
+  reserved[0] = 0;
+  const bool ping = blockIdx.x == 0;
+  constexpr unsigned long long kTimeoutNs = 1'000'000'000;
+  auto put = [&](unsigned run) {
+    const tiles::bf16 value = __float2bfloat16(static_cast<float>(run & 0xff));
+    for (int i = 0; i < 4; ++i) tiles::store_flagged(l.words + i, value, value, run);
+  };
+  auto take = [&](unsigned run) {
+    const unsigned long long* const at[1] = {l.words};
+    uint4 chunk[1];
+    if (tiles::load_flagged_chunks<1>(at, run, nullptr, kTimeoutNs, chunk) !=
+        tiles::FlaggedWait::done) {
+      *l.error = 1;
+      return false;
+    }
+    const unsigned short expected =
+        __bfloat16_as_ushort(__float2bfloat16(static_cast<float>(run & 0xff)));
+    if ((chunk[0].x & 0xffff) != expected || chunk[0].w >> 16 != expected) {
+      *l.error = 2;
+      return false;
+    }
+    return true;
+  };
+  unsigned n = 0;
+  for (int batch = 0; batch < kPingPongBatches; ++batch) {
+    const u64 start = globaltimer_ns();
+    for (int i = 0; i < kRoundTripsPerBatch; ++i, ++n) {
+      if (ping) {
+        put(2 * n + 1);
+        if (!take(2 * n + 2)) return;
+      } else {
+        if (!take(2 * n + 1)) return;
+        put(2 * n + 2);
       }
     }
     if (ping) l.batch_ns[batch] = globaltimer_ns() - start;
@@ -517,6 +573,38 @@ std::string counter_signal_to_wait(const executor::DeviceInfo& device, cudaStrea
          std::to_string(kRoundTripsPerBatch) + "; half a round trip each";
 }
 
+// Flagged-word ping-pong, untraced: %globaltimer on one SM. Returns its note.
+std::string flagged_word_hop(const executor::DeviceInfo& device, cudaStream_t stream,
+                             MicroResult& out) {
+  const int smem_optin = device.smem_per_block_optin;
+  CUDA_CHECK(cudaFuncSetAttribute(word_pingpong_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  smem_optin));
+  DeviceArray<unsigned long long> words(4);  // zeroed (no run); cudaMalloc: 256-byte aligned
+  DeviceArray<u64> batch_ns(kPingPongBatches);
+  DeviceArray<int> smid(2), error(1);
+  word_pingpong_kernel<<<2, 32, smem_optin, stream>>>(
+      WordPingPongLayout{words.get(), batch_ns.get(), smid.get(), error.get()});
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (const int e = error.download()[0]; e != 0) {
+    throw Error(e == 1 ? "micro-benchmark flagged words: a poll timed out (the other CTA never "
+                         "wrote its run)"
+                       : "micro-benchmark flagged words: a chunk showed its run with other "
+                         "values (a torn word)");
+  }
+  const std::vector<int> sms = smid.download();
+  if (sms[0] == sms[1]) throw Error("micro-benchmark flagged words: both CTAs ran on one SM");
+  std::vector<double> one_way_ns;
+  for (u64 ns : batch_ns.download()) {
+    one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
+  }
+  out.micro.flagged_word_hop_ns = model::compute_stats(one_way_ns);
+  return "flagged words: a chunk of 4 between SM " + std::to_string(sms[0]) + " and SM " +
+         std::to_string(sms[1]) + ", " + std::to_string(kPingPongBatches * kRoundTripsPerBatch) +
+         " round trips in batches of " + std::to_string(kRoundTripsPerBatch) +
+         "; half a round trip each";
+}
+
 // Dependency checks, untraced: %globaltimer on one SM.
 void dependency_check_round(cudaStream_t stream, MicroResult& out) {
   DeviceArray<uint64_t> counters(kDependencyCheckRounds * kDependencyCheckThreads);
@@ -641,9 +729,11 @@ MicroResult run_micro_benchmarks(CuptiTracer& tracer, const MicroOptions& option
   }
   region_launch_and_drain(records, ctas, per_sm, plain.clocks_agree, out);
   const std::string counter_note = counter_signal_to_wait(device, stream, out);
+  const std::string word_note = flagged_word_hop(device, stream, out);
   dependency_check_round(stream, out);
   dependent_launch(stream, out);
   out.notes.push_back(counter_note);
+  out.notes.push_back(word_note);
   return out;
 }
 

@@ -19,6 +19,9 @@
 //  - counter signal to wait: two CTAs on different SMs ping-pong a counter through the runtime's
 //    release store and acquire wait (executor/counters.cuh); half the round trip (%globaltimer on
 //    one SM);
+//  - flagged word hop: the same two CTAs ping-pong a chunk of four flagged words (8 bf16 and
+//    the run, executor/tiles/flagged.cuh), each side storing them relaxed and polling them as an
+//    mk region's bodies do; half the round trip;
 //  - dependency check: one CTA of 256 threads, each acquire-loading one signalled counter per
 //    round and the block's barrier after it, as the region kernel checks a task's dependencies;
 //    the time of one round (%globaltimer on one SM);

@@ -234,6 +234,8 @@ void benchmark_tasks(executor::ScenarioRunner& runner, const BatchOptions& optio
       op.task_region = measured.region;
       op.tasks = std::move(measured.tasks);
       op.tiles = runner.stage_graph(s).op(op.index).tiling.count();
+      const executor::RegionBody body = runner.region_body(s, op.index);
+      op.flagged_words = model::FlaggedWordsSupport{body.takes_flagged_x, body.gives_flagged_y};
       progress("task benchmarks", ++done, total);
     }
   }

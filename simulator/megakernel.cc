@@ -85,6 +85,15 @@ class Run final : public EventHandler {
       }
       pending_[id - first_] = static_cast<int32_t>(pending);
     }
+    words_from_.assign(static_cast<size_t>(schedule.op_end - schedule.op_begin), -1);
+    // Those past the region's end are a longer region's (one cut short keeps its costs).
+    for (const model::DataEdge& e : costs.by_data) {
+      if (e.producer < schedule.op_begin || e.consumer <= e.producer) {
+        throw Error("simulate_megakernel: a hop by data from op " + std::to_string(e.producer) +
+                    " to op " + std::to_string(e.consumer) + " is not forward within the region");
+      }
+      if (e.consumer < schedule.op_end) words_from_[e.consumer - schedule.op_begin] = e.producer;
+    }
     if (params.record_spans) out_.spans.reserve(n);
   }
 
@@ -109,6 +118,7 @@ class Run final : public EventHandler {
     auto slice = [&](const auto& v) {
       return std::decay_t<decltype(v)>(v.begin() + a, v.begin() + b);
     };
+    words_from_ = parent.words_from_;
     pending_ = slice(parent.pending_);
     moving_ = slice(parent.moving_);
     stream_ = slice(parent.stream_);
@@ -313,12 +323,18 @@ class Run final : public EventHandler {
     // ahead part on its way.
     if (head_[q] < queue_end_[q]) queue_free(queue[head_[q]] - first_, now);
     const model::TaskId id = first_ + j;
+    const int own_op = graph_.task_op(id);
     for (auto [it, end] = boost::out_edges(static_cast<uint32_t>(id), graph_.tiles()); it != end;
          ++it) {
       const model::TaskId next = boost::target(*it, graph_.tiles());
       if (next >= last_) continue;
       const int64_t k = next - first_;
-      const TimeNs visible = now + (queue_of_[k] != q ? params_.signal_latency_ns : 0);
+      TimeNs latency = 0;
+      if (queue_of_[k] != q) {
+        const bool by_words = words_from_[graph_.task_op(next) - schedule_.op_begin] == own_op;
+        latency = by_words ? params_.word_latency_ns : params_.signal_latency_ns;
+      }
+      const TimeNs visible = now + latency;
       if (visible >= ready_[k]) {
         ready_[k] = visible;
         dep_pred_[k] = static_cast<int32_t>(j);
@@ -406,12 +422,13 @@ class Run final : public EventHandler {
   size_t done_ = 0;
   TimeNs done_max_ = 0;
 
-  std::vector<int32_t> pending_;   // dependencies inside the region not yet signalled
-  std::vector<int8_t> moving_;     // transfers of a task not yet through
-  std::vector<int8_t> stream_;     // Stream: where its bytes are
-  std::vector<TimeNs> ready_;      // when the last signalled dependency became visible
-  std::vector<int32_t> dep_pred_;  // the dependency that set ready_
-  std::vector<int32_t> pred_;      // the task this one waited for: dependency or queue order
+  std::vector<int32_t> words_from_;  // per op of the region: the op it takes x from by words, or -1
+  std::vector<int32_t> pending_;     // dependencies inside the region not yet signalled
+  std::vector<int8_t> moving_;       // transfers of a task not yet through
+  std::vector<int8_t> stream_;       // Stream: where its bytes are
+  std::vector<TimeNs> ready_;        // when the last signalled dependency became visible
+  std::vector<int32_t> dep_pred_;    // the dependency that set ready_
+  std::vector<int32_t> pred_;        // the task this one waited for: dependency or queue order
   std::vector<int32_t> queue_of_;
   std::vector<TimeNs> start_;
   std::vector<TimeNs> end_;

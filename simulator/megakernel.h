@@ -1,13 +1,13 @@
 // One persistent megakernel region on the engine: the tile graph of ops [a, b) under a static
 // schedule. Each queue (one CTA) runs its tasks in order; a task starts when its queue is
 // free and every dependency inside the region has signalled, plus the counter signal-to-wait
-// latency when the producer ran on another queue (dependencies on earlier regions were met at
-// the region's kernel boundary). A task first moves its bytes through the shared device
-// bandwidth, and a communication task (tensor parallel's collectives) its link bytes through
-// the GPU's links at the same time, each shared with the other tasks moving bytes there; then it
-// spends its fixed time (compute and latency no other task slows down). The part of its bytes
-// its CTA's weight ring loads ahead (TaskCosts::ahead_bytes) moves first, from when its queue
-// is free: while it waits for its dependencies.
+// latency when the producer ran on another queue, or a flagged word's where the hop goes by
+// data (dependencies on earlier regions were met at the region's kernel boundary). A task first
+// moves its bytes through the shared device bandwidth, and a communication task (tensor parallel's
+// collectives) its link bytes through the GPU's links at the same time, each shared with the other
+// tasks moving bytes there; then it spends its fixed time (compute and latency no other task slows
+// down). The part of its bytes its CTA's weight ring loads ahead (TaskCosts::ahead_bytes) moves
+// first, from when its queue is free: while it waits for its dependencies.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,10 @@ struct TaskCosts {
   // The rest follows, from the task's start or once these are through, whichever is later: one
   // stream a CTA. Empty: none at all.
   std::vector<double> ahead_bytes;
+  // The region's hops by flagged words (model::data_edges): a task of the consumer on another
+  // queue sees a task of the producer end MegakernelParams::word_latency_ns later, not the
+  // counter's signal latency. Empty: every hop by counter.
+  std::vector<model::DataEdge> by_data;
 };
 
 struct MegakernelParams {
@@ -38,6 +42,7 @@ struct MegakernelParams {
   TimeNs signal_latency_ns = 0;
   bool record_spans = false;
   double link_bytes_per_ns = 0;  // what one GPU sends to the others; needed for link bytes
+  TimeNs word_latency_ns = 0;    // a hop by flagged words (TaskCosts::by_data)
 };
 
 // What a critical-path step or a trace span is.

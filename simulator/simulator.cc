@@ -380,6 +380,12 @@ std::unique_ptr<model::StageProfile> Simulator::interpolate(std::string_view sta
       op.task_region = b.task_region;
       if (op.tasks.empty()) op.task_region.reset();
     }
+    // What the bodies of both batches can do with flagged words, which may change with the tiles.
+    if (a->flagged_words && b.flagged_words) {
+      op.flagged_words =
+          model::FlaggedWordsSupport{a->flagged_words->takes_x && b.flagged_words->takes_x,
+                                     a->flagged_words->gives_y && b.flagged_words->gives_y};
+    }
     out->ops.push_back(std::move(op));
   }
   return out;
@@ -590,7 +596,18 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
   // Before its body, a task checks the dependencies its queue has not already seen done (those
   // before the region were met at the kernel boundary, and its standalone benchmark had none):
   // config.threads per round.
-  const std::vector<int32_t> waits = model::task_wait_counts(g, schedule);
+  // Hops by flagged words where the ops' bodies can (the profile says which), and where the
+  // profile can price them; not a counter wait.
+  if (profile_.micro.flagged_word_hop_ns) {
+    auto support = [&](int op) {
+      const model::OpProfile* p = s.profile->op(op);
+      return p != nullptr && p->flagged_words ? *p->flagged_words : model::FlaggedWordsSupport{};
+    };
+    costs.by_data = model::data_edges(
+        g, region.begin, region.end, [&](int op) { return support(op).takes_x; },
+        [&](int op) { return support(op).gives_y; });
+  }
+  const std::vector<int32_t> waits = model::task_wait_counts(g, schedule, costs.by_data);
   const double round_ns = profile_.micro.dependency_check_round_ns
                               ? p50(*profile_.micro.dependency_check_round_ns)
                               : 0.0;
@@ -634,6 +651,9 @@ MegakernelParams Simulator::megakernel_params() const {
   MegakernelParams params;
   params.bandwidth_bytes_per_ns = profile_.device.copy_bandwidth_gb_per_s;
   params.signal_latency_ns = p50(profile_.micro.counter_signal_to_wait_ns);
+  if (profile_.micro.flagged_word_hop_ns) {
+    params.word_latency_ns = p50(*profile_.micro.flagged_word_hop_ns);
+  }
   params.link_bytes_per_ns = link_bytes_per_ns_;
   return params;
 }
@@ -949,6 +969,11 @@ Prediction Simulator::simulate(const model::Composition& composition, int64_t ba
     p.notes.push_back(
         "the profile has no dependency-check micro-benchmark (micro.dependency_check_round_ns): "
         "mk regions are predicted without the time their tasks spend checking dependencies");
+  }
+  if (has_mk && !profile_.micro.flagged_word_hop_ns) {
+    p.notes.push_back(
+        "the profile has no flagged-word micro-benchmark (micro.flagged_word_hop_ns): every hop "
+        "in an mk region is predicted as a counter's, none by flagged words");
   }
   bool has_tile = false;
   for (const model::Stage& stage : sc.stages) {

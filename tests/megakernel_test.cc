@@ -83,6 +83,28 @@ TEST(MegakernelTest, ChainAcrossQueuesPaysTheSignalLatencyEachHop) {
   EXPECT_EQ(run.critical_path[4].end_ns, 3800);
 }
 
+TEST(MegakernelTest, HopsByDataPayTheWordLatency) {
+  // The chain of three across queues, op 1 taking its x from op 0 by flagged words (150 ns) and
+  // op 2 from op 1 by counter (400 ns): 1000 + 150 + 1000 + 400 + 1000 = 3.55 µs.
+  const model::Graph g = chain(3, 1);
+  TaskCosts c = costs({1000, 1000, 1000}, {0, 0, 0});
+  c.by_data = {{0, 1}};
+  MegakernelParams p = params(1000, 400);
+  p.word_latency_ns = 150;
+  EXPECT_EQ(simulate_megakernel(g, schedule(0, 3, {{0}, {1}, {2}}), c, p).makespan_ns, 3550);
+  // Both by words: 3.3 µs. On one queue no hop waits: 3 µs.
+  c.by_data = {{0, 1}, {1, 2}};
+  EXPECT_EQ(simulate_megakernel(g, schedule(0, 3, {{0}, {1}, {2}}), c, p).makespan_ns, 3300);
+  EXPECT_EQ(simulate_megakernel(g, schedule(0, 3, {{0, 1, 2}}), c, p).makespan_ns, 3000);
+  // Cut short at op 2, the region keeps its costs: the hop into op 2 is a longer region's.
+  c.fixed_ns.resize(2);
+  c.bytes.resize(2);
+  EXPECT_EQ(simulate_megakernel(g, schedule(0, 2, {{0}, {1}}), c, p).makespan_ns, 2150);
+  // A hop by data that goes backwards is refused.
+  c.by_data = {{1, 0}};
+  EXPECT_THROW(simulate_megakernel(g, schedule(0, 2, {{0}, {1}}), c, p), Error);
+}
+
 TEST(MegakernelTest, ChainOnOneQueueWaitsForNoSignal) {
   // The same chain on one queue: the producer ran on the same CTA, 3 x 1 µs = 3 µs.
   const model::Graph g = chain(3, 1);

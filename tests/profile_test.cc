@@ -151,6 +151,47 @@ TEST(ProfileTest, WeightRingRoundTripsAndMayBeAbsent) {
           "ring_bytes"));
 }
 
+// What a body can do with flagged words, and the word hop's micro-benchmark: written where known,
+// absent from older profiles, and a value that is no boolean names the field.
+TEST(ProfileTest, FlaggedWordsRoundTripAndMayBeAbsent) {
+  model::Profile p = tiny();
+  ASSERT_TRUE(p.micro.flagged_word_hop_ns && p.batches[0].stages[1].ops[3].flagged_words);
+  EXPECT_TRUE(model::profile_to_json(p)["micro"].contains("flagged_word_hop_ns"));
+  p.micro.flagged_word_hop_ns.reset();
+  for (model::StageProfile& s : p.batches[0].stages) {
+    for (model::OpProfile& op : s.ops) op.flagged_words.reset();
+  }
+  const nlohmann::json old = model::profile_to_json(p);
+  EXPECT_FALSE(old["micro"].contains("flagged_word_hop_ns"));
+  EXPECT_FALSE(old["batches"][0]["stages"][1]["ops"][3].contains("flagged_words"));
+  EXPECT_TRUE(model::profile_from_json(old, "tiny.json").same_content(p));
+  p.micro.flagged_word_hop_ns = model::compute_stats(std::vector<double>{310, 320, 330}, "ns");
+  p.batches[0].stages[1].ops[3].flagged_words = model::FlaggedWordsSupport{true, false};
+  p.batches[0].stages[1].ops[4].flagged_words = model::FlaggedWordsSupport{false, true};
+  const nlohmann::json j = model::profile_to_json(p);
+  const nlohmann::json& words = j["batches"][0]["stages"][1]["ops"][3]["flagged_words"];
+  EXPECT_EQ(words, (nlohmann::json{{"takes_x", true}, {"gives_y", false}}));
+  EXPECT_FALSE(j["batches"][0]["stages"][1]["ops"][5].contains("flagged_words"));
+  const model::Profile back = model::profile_from_json(j, "tiny.json");
+  EXPECT_TRUE(back.same_content(p));
+  EXPECT_EQ(back.batches[0].stages[1].ops[4].flagged_words,
+            (model::FlaggedWordsSupport{false, true}));
+
+  expect_errors(j, {{[](nlohmann::json& b) {
+                       b["batches"][0]["stages"][1]["ops"][3]["flagged_words"]["takes_x"] = 1;
+                     },
+                     "llama.json: field 'batches[0].stages[1].ops[3].flagged_words.takes_x': "
+                     "expected true or false, got 1"},
+                    {[](nlohmann::json& b) {
+                       b["batches"][0]["stages"][1]["ops"][3]["flagged_words"].erase("gives_y");
+                     },
+                     "llama.json: field 'batches[0].stages[1].ops[3].flagged_words.gives_y': "
+                     "missing"},
+                    {[](nlohmann::json& b) { b["micro"]["flagged_word_hop_ns"]["unit"] = "us"; },
+                     "llama.json: field 'micro.flagged_word_hop_ns.unit': expected \"ns\", got "
+                     "\"us\""}});
+}
+
 TEST(ProfileTest, MissingStatisticNamesFileAndField) {
   nlohmann::json j = model::profile_to_json(tiny());
   j["batches"][1]["stages"][0]["ops"][17]["conv"]["duration_ns"].erase("p50");

@@ -288,6 +288,48 @@ TEST(SimulatorTest, TasksCheckTheirDependenciesInsideTheRegionInRoundsOfTheBlock
   EXPECT_TRUE(with_check.simulate(mk, 1).notes.empty());
 }
 
+TEST(SimulatorTest, HopsByFlaggedWordsTakeTheWordLatency) {
+  // Every op's body takes and gives flagged words, so the decode step as one region hands each
+  // op's x over from the op before by words: model::data_edges of the whole stage, a chain of
+  // 13 hops. With the word hop as long as the counter's (400 ns) and no dependency checks, the
+  // prediction is the counters' to the nanosecond; with a word hop of 0 the step is shorter
+  // (hops between SMs lie on its path). A profile without the word hop's micro-benchmark hands
+  // nothing over by words and says so.
+  auto profile = [](int64_t word_ns, bool words) {
+    testing::SyntheticDevice d;
+    d.dependency_check_round_ns = 0;
+    d.flagged_word_hop_ns = word_ns;
+    d.flagged_words = words;
+    return testing::synthetic_profile("tiny-llama", {1}, kPrompt, d);
+  };
+  Simulator counters(profile(400, false)), same(profile(400, true)), fast(profile(1, true)),
+      unmeasured(profile(0, true));
+  const Region region{RegionKind::mk, 0, 14};
+  const model::Graph& g = fast.graph("decode", 1);
+  ASSERT_EQ(g.op_count(), 14);
+  const TaskCosts costs = fast.region_task_costs("decode", 1, region);
+  auto all = [](int) { return true; };
+  EXPECT_EQ(costs.by_data, model::data_edges(g, 0, 14, all, all));
+  EXPECT_EQ(costs.by_data.size(), 13u);
+  EXPECT_TRUE(counters.region_task_costs("decode", 1, region).by_data.empty());
+  EXPECT_TRUE(unmeasured.region_task_costs("decode", 1, region).by_data.empty());
+  EXPECT_EQ(fast.megakernel_params().word_latency_ns, 1);
+
+  const model::Composition mk = parse(fast, "decode: mk", 1);
+  const Prediction by_counters = counters.simulate(mk, 1);
+  EXPECT_EQ(same.simulate(mk, 1).decode_step_ns, by_counters.decode_step_ns);
+  EXPECT_LT(fast.simulate(mk, 1).decode_step_ns, by_counters.decode_step_ns);
+  auto says_no_words = [](const Prediction& p) {
+    return std::ranges::any_of(p.notes, [](const std::string& note) {
+      return note.find("micro.flagged_word_hop_ns") != std::string::npos;
+    });
+  };
+  EXPECT_FALSE(says_no_words(fast.simulate(mk, 1)));
+  const Prediction old = unmeasured.simulate(mk, 1);
+  EXPECT_EQ(old.decode_step_ns, by_counters.decode_step_ns);
+  EXPECT_TRUE(says_no_words(old));
+}
+
 TEST(SimulatorTest, StreamedBodiesLoadAsMuchOfTheirWeightsAheadAsTheRingHolds) {
   // The decode step's products (norm-linear, linear-residual, lm-head) with a weight ring of
   // 4 KB: each task loads ahead the share of the bytes its fit moves that min(its weights,

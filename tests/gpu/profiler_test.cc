@@ -475,6 +475,9 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
   EXPECT_GT(p.micro.kernel_gap_ns.p50, 0);
   EXPECT_GT(p.micro.counter_signal_to_wait_ns.p50, 0);
   EXPECT_LT(p.micro.counter_signal_to_wait_ns.p50, 100000);
+  ASSERT_TRUE(p.micro.flagged_word_hop_ns.has_value());
+  EXPECT_GT(p.micro.flagged_word_hop_ns->p50, 0);
+  EXPECT_LT(p.micro.flagged_word_hop_ns->p50, 100000);
   // The launch sweep, at the start and beside each batch's replays: every size measured. What a
   // launch adds beyond the traced kernels can fall to 0 for long chains (tracing lengthens them
   // about as much as launching them takes), never for one node, and the fit stays positive.
@@ -534,6 +537,17 @@ TEST(ProfilerGpuTest, WrittenProfileReadsBack) {
         EXPECT_EQ(op.task_region->ring_bytes % 16384, 0);
         if (op.kind == "norm-linear" || op.kind == "linear-residual") {
           EXPECT_GE(op.task_region->ring_bytes, 2 * 16384);
+        }
+        // What the body does with flagged words, as a region over the op would find it: at
+        // batch 1 the decode linears and attention take and give them (executor/tiles/flagged.cuh).
+        ASSERT_TRUE(op.flagged_words.has_value());
+        if (b.batch == 1 && s.stage == "decode" &&
+            (op.kind == "norm-linear" || op.kind == "linear-residual" ||
+             op.kind == "qkv-attention")) {
+          EXPECT_TRUE(op.flagged_words->takes_x && op.flagged_words->gives_y);
+        }
+        if (op.kind == "embedding" || op.kind == "argmax") {
+          EXPECT_FALSE(op.flagged_words->takes_x);
         }
         const int64_t tiles = g.op(op.index).tiling.count();
         std::vector<int> expected;

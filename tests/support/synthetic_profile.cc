@@ -50,6 +50,7 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
     p.micro.dependency_check_round_ns = c(d.dependency_check_round_ns);
   }
   if (d.dependent_launch_ns > 0) p.micro.dependent_launch_ns = c(d.dependent_launch_ns);
+  if (d.flagged_word_hop_ns > 0) p.micro.flagged_word_hop_ns = c(d.flagged_word_hop_ns);
   if (d.tp > 1 && d.collective_benchmarks) {
     for (const char* kind : {"all-reduce", "all-gather"}) {
       model::CollectiveBenchmark b{kind, {}};
@@ -124,6 +125,9 @@ model::Profile synthetic_profile(const std::string& name, const std::vector<int6
         }
         if (!collective) o.task_region = config_for(o.kind);
         o.tiles = tiles;
+        if (d.flagged_word_hop_ns > 0) {
+          o.flagged_words = model::FlaggedWordsSupport{d.flagged_words, d.flagged_words};
+        }
         sp.ops.push_back(std::move(o));
       }
       sp.graph_ns = constant_stats(graph_ns);

@@ -28,7 +28,11 @@ struct SyntheticDevice {
   int64_t dependency_check_round_ns = 200;  // 0: left out of the profile, as in older ones
   int64_t region_startup_ns = 500;    // a CTA's start to its first task; 0: left out, likewise
   int64_t dependent_launch_ns = 600;  // 0: left out, likewise
-  bool sm_limits = true;              // an SM of a Hopper GPU; false: left out, likewise
+  int64_t flagged_word_hop_ns = 200;  // 0: left out, likewise
+  // Whether every op's body takes and gives flagged words (OpProfile::flagged_words; recorded
+  // where the word hop is measured).
+  bool flagged_words = false;
+  bool sm_limits = true;  // an SM of a Hopper GPU; false: left out, likewise
   // > 0: each linear and lm-head op also has a cuBLASLt kernel (OpProfile::conv_cublaslt) that
   // takes this multiple of its own kernel's time; 0: none, as in older profiles.
   double cublaslt_ratio = 0;
