@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -154,7 +155,7 @@ struct WordPingPongLayout {
   unsigned long long* words;  // (4,) 32-byte aligned, zero at launch: one chunk of flagged words
   u64* batch_ns;              // (kPingPongBatches,) as pingpong_kernel's
   int* smid;                  // (2,)
-  int* error;                 // (1,) 1: a wait timed out; 2: a chunk held another run's values
+  int* error;                 // (1,) the first error: 1 a poll timed out; 2 a torn chunk
 };
 
 // As pingpong_kernel, with a chunk of flagged words for the counter: CTA 0 writes the chunk of
@@ -178,13 +179,13 @@ __global__ void word_pingpong_kernel(WordPingPongLayout l) {
     uint4 chunk[1];
     if (tiles::load_flagged_chunks<1>(at, run, nullptr, kTimeoutNs, chunk) !=
         tiles::FlaggedWait::done) {
-      *l.error = 1;
+      atomicCAS(l.error, 0, 1);  // the first error wins: the other CTA then times out
       return false;
     }
     const unsigned short expected =
         __bfloat16_as_ushort(__float2bfloat16(static_cast<float>(run & 0xff)));
     if ((chunk[0].x & 0xffff) != expected || chunk[0].w >> 16 != expected) {
-      *l.error = 2;
+      atomicCAS(l.error, 0, 2);
       return false;
     }
     return true;
@@ -540,69 +541,77 @@ void region_launch_and_drain(const LaunchRecords& r, int ctas, int per_sm, bool 
       "; " + std::to_string(negatives) + " samples below zero counted as 0");
 }
 
-// Counter ping-pong, untraced: %globaltimer on one SM only. Returns its note.
-std::string counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t stream,
-                                   MicroResult& out) {
+// Two CTAs of `kernel` (each takes more than half an SM's shared memory, so they run on two SMs)
+// ping-pong kPingPongBatches batches of kRoundTripsPerBatch round trips; `make_layout(batch_ns,
+// smid, error)` gives the kernel its layout. Untraced: %globaltimer on one SM only. Half of each
+// batch's round trip, and a note naming `what` and the SMs; an error word other than 0 throws
+// what `error_text` says of it.
+struct PingPong {
+  model::LatencyStats one_way_ns;
+  std::string note;
+};
+
+template <class Layout, class MakeLayout>
+PingPong ping_pong(const executor::DeviceInfo& device, cudaStream_t stream, void (*kernel)(Layout),
+                   MakeLayout make_layout, const std::string& what,
+                   const std::function<std::string(int)>& error_text) {
   const int smem_optin = device.smem_per_block_optin;
   if (2 * int64_t{smem_optin} <= device.smem_per_sm) {
-    throw Error("micro-benchmark counter: cannot keep two CTAs off one SM with shared memory");
+    throw Error("micro-benchmark " + what + ": cannot keep two CTAs off one SM with shared memory");
   }
-  CUDA_CHECK(cudaFuncSetAttribute(pingpong_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  smem_optin));
-  DeviceArray<uint64_t> counter(1);
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
   DeviceArray<u64> batch_ns(kPingPongBatches);
   DeviceArray<int> smid(2), error(1);
-  pingpong_kernel<<<2, 32, smem_optin, stream>>>(
-      PingPongLayout{counter.get(), batch_ns.get(), smid.get(), error.get()});
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (error.download()[0] != 0) {
-    throw Error(
-        "micro-benchmark counter: a wait ran out of its watchdog (the other CTA never "
-        "signalled)");
-  }
-  const std::vector<int> sms = smid.download();
-  if (sms[0] == sms[1]) throw Error("micro-benchmark counter: both CTAs ran on one SM");
-  std::vector<double> one_way_ns;
-  for (u64 ns : batch_ns.download()) {
-    one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
-  }
-  out.micro.counter_signal_to_wait_ns = model::compute_stats(one_way_ns);
-  return "counter: SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
-         std::to_string(kPingPongBatches * kRoundTripsPerBatch) + " round trips in batches of " +
-         std::to_string(kRoundTripsPerBatch) + "; half a round trip each";
-}
-
-// Flagged-word ping-pong, untraced: %globaltimer on one SM. Returns its note.
-std::string flagged_word_hop(const executor::DeviceInfo& device, cudaStream_t stream,
-                             MicroResult& out) {
-  const int smem_optin = device.smem_per_block_optin;
-  CUDA_CHECK(cudaFuncSetAttribute(word_pingpong_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  smem_optin));
-  DeviceArray<unsigned long long> words(4);  // zeroed (no run); cudaMalloc: 256-byte aligned
-  DeviceArray<u64> batch_ns(kPingPongBatches);
-  DeviceArray<int> smid(2), error(1);
-  word_pingpong_kernel<<<2, 32, smem_optin, stream>>>(
-      WordPingPongLayout{words.get(), batch_ns.get(), smid.get(), error.get()});
+  kernel<<<2, 32, smem_optin, stream>>>(make_layout(batch_ns.get(), smid.get(), error.get()));
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (const int e = error.download()[0]; e != 0) {
-    throw Error(e == 1 ? "micro-benchmark flagged words: a poll timed out (the other CTA never "
-                         "wrote its run)"
-                       : "micro-benchmark flagged words: a chunk showed its run with other "
-                         "values (a torn word)");
+    throw Error("micro-benchmark " + what + ": " + error_text(e));
   }
   const std::vector<int> sms = smid.download();
-  if (sms[0] == sms[1]) throw Error("micro-benchmark flagged words: both CTAs ran on one SM");
+  if (sms[0] == sms[1]) throw Error("micro-benchmark " + what + ": both CTAs ran on one SM");
   std::vector<double> one_way_ns;
   for (u64 ns : batch_ns.download()) {
     one_way_ns.push_back(static_cast<double>(ns) / (2.0 * kRoundTripsPerBatch));
   }
-  out.micro.flagged_word_hop_ns = model::compute_stats(one_way_ns);
-  return "flagged words: a chunk of 4 between SM " + std::to_string(sms[0]) + " and SM " +
-         std::to_string(sms[1]) + ", " + std::to_string(kPingPongBatches * kRoundTripsPerBatch) +
-         " round trips in batches of " + std::to_string(kRoundTripsPerBatch) +
-         "; half a round trip each";
+  return {model::compute_stats(one_way_ns),
+          what + ": SM " + std::to_string(sms[0]) + " and SM " + std::to_string(sms[1]) + ", " +
+              std::to_string(kPingPongBatches * kRoundTripsPerBatch) +
+              " round trips in batches of " + std::to_string(kRoundTripsPerBatch) +
+              "; half a round trip each"};
+}
+
+// Counter ping-pong. Returns its note.
+std::string counter_signal_to_wait(const executor::DeviceInfo& device, cudaStream_t stream,
+                                   MicroResult& out) {
+  DeviceArray<uint64_t> counter(1);
+  const PingPong p = ping_pong(
+      device, stream, pingpong_kernel,
+      [&](u64* batch_ns, int* smid, int* error) {
+        return PingPongLayout{counter.get(), batch_ns, smid, error};
+      },
+      "counter",
+      [](int) { return "a wait ran out of its watchdog (the other CTA never signalled)"; });
+  out.micro.counter_signal_to_wait_ns = p.one_way_ns;
+  return p.note;
+}
+
+// Flagged-word ping-pong, a chunk of four words. Returns its note.
+std::string flagged_word_hop(const executor::DeviceInfo& device, cudaStream_t stream,
+                             MicroResult& out) {
+  DeviceArray<unsigned long long> words(4);  // zeroed (no run); cudaMalloc: 256-byte aligned
+  const PingPong p = ping_pong(
+      device, stream, word_pingpong_kernel,
+      [&](u64* batch_ns, int* smid, int* error) {
+        return WordPingPongLayout{words.get(), batch_ns, smid, error};
+      },
+      "flagged words",
+      [](int e) -> std::string {
+        return e == 1 ? "a poll timed out (the other CTA never wrote its run)"
+                      : "a chunk showed its run with other values (a torn word)";
+      });
+  out.micro.flagged_word_hop_ns = p.one_way_ns;
+  return p.note;
 }
 
 // Dependency checks, untraced: %globaltimer on one SM.
