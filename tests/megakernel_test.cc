@@ -292,6 +292,35 @@ TEST(MegakernelTest, RegionsCutShortRunWithTheirLinkTransfersAsAlone) {
   EXPECT_EQ(prefixes.makespan_ns[0], 20300);
 }
 
+TEST(MegakernelTest, RegionsCutShortKeepTheirHopsByData) {
+  // The chain of three ops of two tiles across two queues, the hops 0 -> 1 by words (100 ns) and
+  // 1 -> 2 by counter (400 ns): each region the prefixes end, continued from the whole region's
+  // run, ends as its schedule alone does with the same costs. Region [0, 2): op 0's tiles end at
+  // 1 µs, op 1's tile on the other queue sees its tile 1 µs + 100 ns later: 1000 + 100 + 1000.
+  const model::Graph g = chain(3, 2);
+  TaskCosts c = costs({1000, 1000, 1000, 1000, 1000, 1000}, {0, 0, 0, 0, 0, 0});
+  c.by_data = {{0, 1}};
+  MegakernelParams p = params(1000, 400);
+  p.word_latency_ns = 100;
+  // Tile i of op k on queue (i + k) % 2: every hop crosses queues.
+  const std::vector<std::vector<model::TaskId>> whole{{0, 3, 4}, {1, 2, 5}};
+  const std::vector<int> ends{2, 3};
+  const PrefixMakespans prefixes =
+      simulate_megakernel_prefixes(g, schedule(0, 3, whole), c, p, ends);
+  const std::vector<std::vector<std::vector<model::TaskId>>> cut{{{0, 3}, {1, 2}}, whole};
+  for (size_t i = 0; i < ends.size(); ++i) {
+    TaskCosts part = c;
+    part.fixed_ns.resize(static_cast<size_t>(2 * ends[i]));
+    part.bytes.resize(static_cast<size_t>(2 * ends[i]));
+    EXPECT_EQ(prefixes.makespan_ns[i],
+              simulate_megakernel(g, schedule(0, ends[i], cut[i]), part, p).makespan_ns)
+        << "region [0, " << ends[i] << ")";
+  }
+  EXPECT_EQ(prefixes.makespan_ns[0], 2100);
+  // The whole: then op 2 on the other queue 400 ns after op 1: 2100 + 400 + 1000.
+  EXPECT_EQ(prefixes.makespan_ns[1], 3500);
+}
+
 TaskCosts costs_ahead(std::vector<TimeNs> fixed, std::vector<double> bytes,
                       std::vector<double> ahead) {
   return TaskCosts{std::move(fixed), std::move(bytes), {}, std::move(ahead)};
