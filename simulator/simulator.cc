@@ -593,9 +593,6 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
   costs.fixed_ns.resize(last - first);
   costs.bytes.resize(last - first);
   const double bandwidth = profile_.device.copy_bandwidth_gb_per_s;
-  // Before its body, a task checks the dependencies its queue has not already seen done (those
-  // before the region were met at the kernel boundary, and its standalone benchmark had none):
-  // config.threads per round.
   // Hops by flagged words where the ops' bodies can (the profile says which), and where the
   // profile can price them; not a counter wait.
   if (profile_.micro.flagged_word_hop_ns) {
@@ -607,6 +604,9 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
         g, region.begin, region.end, [&](int op) { return support(op).takes_x; },
         [&](int op) { return support(op).gives_y; });
   }
+  // Before its body, a task checks the dependencies its queue has not already seen done (those
+  // before the region were met at the kernel boundary, and its standalone benchmark had none):
+  // config.threads per round.
   const std::vector<int32_t> waits = model::task_wait_counts(g, schedule, costs.by_data);
   const double round_ns = profile_.micro.dependency_check_round_ns
                               ? p50(*profile_.micro.dependency_check_round_ns)
