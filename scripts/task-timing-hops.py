@@ -47,10 +47,14 @@ def main():
                 median = statistics.median(t["end_ns"] - t["start_ns"] for t in tasks)
                 hop = notice = fence = wait = 0.0
                 step = end - start
+                ends = sorted(t["end_ns"] for t in tasks)
+                first_end, median_end = ends[0] - start, statistics.median(ends) - start
                 if i > 0:
                     before = max(by_op[ops[i - 1]], key=lambda t: t["end_ns"])
                     hop = start - before["end_ns"]
-                    step = end - max(t["end_ns"] for o in ops[:i] for t in by_op[o])
+                    done = max(t["end_ns"] for o in ops[:i] for t in by_op[o])
+                    step = end - done
+                    first_end, median_end = ends[0] - done, statistics.median(ends) - done
                     if before.get("signal_ns"):
                         notice = before["signal_ns"] - before["end_ns"]
                         fence = before["publish_ns"] - before["signal_ns"]
@@ -63,16 +67,19 @@ def main():
                 if stage_graph is not None and step > 0:
                     node = stage_graph["ops"][op]
                     rate = (node["bytes_read"] + node["bytes_written"]) / step
-                rows.setdefault(key, []).append((median, hop, notice, fence, wait, step, rate))
+                rows.setdefault(key, []).append(
+                    (median, hop, notice, fence, wait, step, first_end, median_end, rate))
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
-                  "averaged (us): task, hop from the op before, and of it notice, fence, wait")
+                  "averaged (us): task, hop from the op before, and of it notice, fence, wait; "
+                  "its tasks' first, median and last end after the ops before it")
             for key, values in rows.items():
-                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(6)]
+                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(8)]
                 line = (f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
                         f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
                 if stage_graph is not None:
-                    rate = sum(v[6] for v in values) / len(values)
+                    rate = sum(v[8] for v in values) / len(values)
                     line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
+                line += f"  ends {mean[6]:6.2f} {mean[7]:6.2f} {mean[5]:6.2f}"
                 print(line)
 
 
