@@ -11,7 +11,9 @@ end to the signaler seeing it done (notice), the release fence and counter store
 publish_ns), publish to this op's first start (wait). All in microseconds. With GRAPH.json
 (`megacut graph --json` of one of the file's stages, same model and batch), that stage's rows also
 give the op's step (the last end of the ops before it to its own, as `megacut run --task-timing`
-prints it) and its bytes over its step in GB/s.
+prints it) and its bytes over its step in GB/s. Last, when the op's tasks end after the ops before
+it (the first, the median and the last): each op waits for the last task of the op before, so
+the spread of an op's ends is time the layer loses.
 """
 import gzip
 import json
