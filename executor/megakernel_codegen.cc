@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -91,6 +92,32 @@ std::string hex(uint64_t h) {
 }
 
 }  // namespace
+
+PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel) {
+  PtxasReport r;
+  // "Compiling entry function 'K' ...", then "Function properties for K", a line of stack frame
+  // and spills, and "Used N registers, ..." (the kernel's, up to the next entry function).
+  const size_t entry = log.find("Compiling entry function '" + kernel + "'");
+  if (entry == std::string::npos) return r;
+  const size_t next = log.find("Compiling entry function", entry + 1);
+  const std::string block =
+      log.substr(entry, next == std::string::npos ? std::string::npos : next - entry);
+  // The integer just before `label` in `block`, or -1.
+  auto number_before = [&](const std::string& label) {
+    const size_t at = block.find(label);
+    if (at == std::string::npos || at == 0) return -1;
+    size_t begin = at;
+    while (begin > 0 && block[begin - 1] == ' ') --begin;
+    size_t end = begin;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
+    return begin == end ? -1 : std::stoi(block.substr(begin, end - begin));
+  };
+  r.registers = number_before(" registers");
+  r.stack_bytes = number_before(" bytes stack frame");
+  r.spill_store_bytes = number_before(" bytes spill stores");
+  r.spill_load_bytes = number_before(" bytes spill loads");
+  return r;
+}
 
 std::vector<std::string> region_body_names(const model::Graph& graph, int op_begin, int op_end) {
   std::vector<std::string> names;
@@ -185,8 +212,10 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   // sm_90a on Hopper: its register reallocation (setmaxnreg) lets the consumers of a region with
   // a producer warpgroup keep 224 registers.
   const std::string target = "sm_" + std::to_string(arch) + (arch == 90 ? "a" : "");
-  const std::vector<std::string> options = {"--gpu-architecture=" + target, "-std=c++20",
-                                            "-lineinfo", "-I" + root, "-I" + cuda_include};
+  // ptxas -v: its report (registers, spills) comes back in the log, kept beside the cubin.
+  const std::vector<std::string> options = {
+      "--gpu-architecture=" + target, "-std=c++20", "-lineinfo",
+      "--ptxas-options=-v",           "-I" + root,  "-I" + cuda_include};
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   uint64_t h = 0xcbf29ce484222325ull;
@@ -211,12 +240,17 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   k.key = hex(h);
   const std::string dir = kernel_cache_dir();
   const fs::path cached = dir.empty() ? fs::path() : fs::path(dir) / (k.key + ".cubin");
+  const fs::path cached_log = dir.empty() ? fs::path() : fs::path(dir) / (k.key + ".log");
   if (!dir.empty()) {
     std::ifstream in(cached, std::ios::binary);
     if (in) {
       k.cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       if (!k.cubin.empty()) {
         k.cache_hit = true;
+        std::error_code exists_ec;
+        if (fs::exists(cached_log, exists_ec)) {
+          k.ptxas = parse_ptxas_report(read_text(cached_log), kRegionKernelName);
+        }
         return k;
       }
     }
@@ -240,6 +274,7 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   nvrtcGetProgramLogSize(program, &log_size);
   std::string log(log_size, '\0');
   if (log_size > 0) nvrtcGetProgramLog(program, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
   if (result != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&program);
     throw Error(what + ": NVRTC failed (" + nvrtcGetErrorString(result) + "):\n" + log);
@@ -249,6 +284,7 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
   k.cubin.resize(cubin_size);
   nvrtcGetCUBIN(program, k.cubin.data());
   nvrtcDestroyProgram(&program);
+  k.ptxas = parse_ptxas_report(log, kRegionKernelName);
   k.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -258,6 +294,8 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
     std::error_code ec;
     fs::create_directories(dir, ec);
     try {
+      // The log first: a cubin found in the cache has its report beside it, where it was kept.
+      model::write_text_file(cached_log, log);
       model::write_file(cached, [&](std::ostream& out) {
         out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
       });

@@ -23,15 +23,32 @@ std::vector<std::string> region_body_names(const model::Graph& graph, int op_beg
 // the binary. `timing` compiles in per-task %globaltimer records.
 std::string region_kernel_source(const std::vector<std::string>& bodies, bool timing);
 
+// What ptxas said of a kernel it assembled (its -v report): per thread, the registers and the
+// bytes of stack frame, spill stores and spill loads. -1: not known (a kernel from the cache
+// whose report was not kept).
+struct PtxasReport {
+  int registers = -1;
+  int stack_bytes = -1;
+  int spill_store_bytes = -1;
+  int spill_load_bytes = -1;
+  bool known() const { return registers >= 0; }
+};
+
+// The report of the kernel named `kernel` in NVRTC's log of a compilation with ptxas -v; fields
+// the log does not give stay -1.
+PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel);
+
 struct CompiledKernel {
   std::vector<char> cubin;
   std::string key;  // hex hash of source, options, headers and NVRTC version
   bool cache_hit = false;
   double compile_ms = 0;  // 0 on a cache hit
+  PtxasReport ptxas;      // kept beside the cubin in the cache
 };
 
 // Compiles `source` for sm_<arch> (e.g. 90), or takes it from the cache ($MEGACUT_CACHE_DIR,
-// else ~/.cache/megacut/kernels; no cache when neither is usable). Throws megacut::Error with
+// else ~/.cache/megacut/kernels; no cache when neither is usable), with ptxas's report of
+// kRegionKernelName. Throws megacut::Error with
 // NVRTC's log, prefixed by `what` (which region), when compilation fails.
 CompiledKernel compile_region_kernel(const std::string& source, int arch, const std::string& what);
 

@@ -210,8 +210,49 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   EXPECT_TRUE(second.cache_hit);
   EXPECT_EQ(first.key, second.key);
   EXPECT_EQ(first.cubin, second.cubin);
+  // ptxas's report comes with the kernel, compiled or cached.
+  ASSERT_TRUE(first.ptxas.known());
+  EXPECT_GT(first.ptxas.registers, 0);
+  EXPECT_LE(first.ptxas.registers, 255);
+  EXPECT_GE(first.ptxas.spill_store_bytes, 0);
+  EXPECT_GE(first.ptxas.spill_load_bytes, 0);
+  EXPECT_GE(first.ptxas.stack_bytes, 0);
+  EXPECT_EQ(second.ptxas.registers, first.ptxas.registers);
+  EXPECT_EQ(second.ptxas.spill_store_bytes, first.ptxas.spill_store_bytes);
+  EXPECT_EQ(second.ptxas.spill_load_bytes, first.ptxas.spill_load_bytes);
+  EXPECT_EQ(second.ptxas.stack_bytes, first.ptxas.stack_bytes);
+  // A cubin cached without its report still loads; the report is then unknown.
+  std::filesystem::remove(std::filesystem::path(cache) / (first.key + ".log"));
+  const CompiledKernel third = compile_region_kernel(source, 90, "test region");
+  EXPECT_TRUE(third.cache_hit);
+  EXPECT_FALSE(third.ptxas.known());
   EXPECT_THROW(compile_region_kernel(source + "\n#error planted\n", 90, "planted region"), Error);
   unsetenv("MEGACUT_CACHE_DIR");
+}
+
+TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
+  const std::string log =
+      "ptxas info    : 293 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Function properties for other\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 8 bytes cumulative stack size\n"
+      "ptxas info    : Compiling entry function 'megacut_region_kernel' for 'sm_90a'\n"
+      "ptxas info    : Function properties for megacut_region_kernel\n"
+      "ptxas         .     280 bytes stack frame, 256 bytes spill stores, 552 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 16 barriers, 280 bytes cumulative stack size, "
+      "4992 bytes smem\n"
+      "ptxas info    : Compile time = 886.739 ms\n";
+  const PtxasReport r = parse_ptxas_report(log, kRegionKernelName);
+  EXPECT_EQ(r.registers, 168);
+  EXPECT_EQ(r.stack_bytes, 280);
+  EXPECT_EQ(r.spill_store_bytes, 256);
+  EXPECT_EQ(r.spill_load_bytes, 552);
+  const PtxasReport other = parse_ptxas_report(log, "other");
+  EXPECT_EQ(other.registers, 40);
+  EXPECT_EQ(other.spill_store_bytes, 4);
+  EXPECT_FALSE(parse_ptxas_report(log, "missing").known());
+  EXPECT_FALSE(parse_ptxas_report("", kRegionKernelName).known());
 }
 
 // A region's block is as wide as its widest body, and its launch bounds cap the registers of
