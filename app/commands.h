@@ -23,5 +23,6 @@ void add_report_command(CLI::App& root);
 void add_run_command(CLI::App& root);
 void add_profile_command(CLI::App& root);
 void add_validate_command(CLI::App& root);
+void add_kernels_command(CLI::App& root);  // compiles with NVRTC; needs no GPU
 
 }  // namespace megacut::app

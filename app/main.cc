@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   megacut::app::add_run_command(app);
   megacut::app::add_profile_command(app);
   megacut::app::add_validate_command(app);
+  megacut::app::add_kernels_command(app);
 #endif
   try {
     app.parse(argc, argv);
