@@ -10,7 +10,6 @@
 #include "executor/megakernel_codegen.h"
 #include "model/batch_list.h"
 #include "model/decoder.h"
-#include "model/error.h"
 #include "model/scenario.h"
 
 namespace megacut::app {
@@ -26,7 +25,8 @@ struct KernelsOptions {
   bool timing = false;
 };
 
-std::string number_or_dash(int bytes) { return bytes < 0 ? "-" : std::to_string(bytes); }
+// A report field, "-" where ptxas's report is not known.
+std::string number_or_dash(int value) { return value < 0 ? "-" : std::to_string(value); }
 
 void run(const KernelsOptions& o) {
   const int64_t batch = model::parse_batch(o.batch);

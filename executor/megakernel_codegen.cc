@@ -105,12 +105,10 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
   // The integer just before `label` in `block`, or -1.
   auto number_before = [&](const std::string& label) {
     const size_t at = block.find(label);
-    if (at == std::string::npos || at == 0) return -1;
+    if (at == std::string::npos) return -1;
     size_t begin = at;
-    while (begin > 0 && block[begin - 1] == ' ') --begin;
-    size_t end = begin;
     while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
-    return begin == end ? -1 : std::stoi(block.substr(begin, end - begin));
+    return begin == at ? -1 : std::stoi(block.substr(begin, at - begin));
   };
   r.registers = number_before(" registers");
   r.stack_bytes = number_before(" bytes stack frame");

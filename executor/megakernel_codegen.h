@@ -48,8 +48,8 @@ struct CompiledKernel {
 
 // Compiles `source` for sm_<arch> (e.g. 90), or takes it from the cache ($MEGACUT_CACHE_DIR,
 // else ~/.cache/megacut/kernels; no cache when neither is usable), with ptxas's report of
-// kRegionKernelName. Throws megacut::Error with
-// NVRTC's log, prefixed by `what` (which region), when compilation fails.
+// kRegionKernelName. Throws megacut::Error with NVRTC's log, prefixed by `what` (which region),
+// when compilation fails.
 CompiledKernel compile_region_kernel(const std::string& source, int arch, const std::string& what);
 
 // Where the cache lives ("" when there is none).
