@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,7 +109,9 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
     if (at == std::string::npos) return -1;
     size_t begin = at;
     while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
-    return begin == at ? -1 : std::stoi(block.substr(begin, at - begin));
+    int value = -1;  // stays so where the digits do not make an int (a damaged log)
+    std::from_chars(block.data() + begin, block.data() + at, value);
+    return begin == at ? -1 : value;
   };
   r.registers = number_before(" registers");
   r.stack_bytes = number_before(" bytes stack frame");
@@ -245,9 +248,12 @@ CompiledKernel compile_region_kernel(const std::string& source, int arch, const 
       k.cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       if (!k.cubin.empty()) {
         k.cache_hit = true;
-        std::error_code exists_ec;
-        if (fs::exists(cached_log, exists_ec)) {
-          k.ptxas = parse_ptxas_report(read_text(cached_log), kRegionKernelName);
+        // The report is as optional as the cache: a log it cannot read leaves it unknown.
+        std::ifstream log_in(cached_log, std::ios::binary);
+        if (log_in) {
+          std::ostringstream log;
+          log << log_in.rdbuf();
+          k.ptxas = parse_ptxas_report(log.str(), kRegionKernelName);
         }
         return k;
       }

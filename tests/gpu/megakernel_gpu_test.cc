@@ -211,7 +211,7 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   EXPECT_EQ(first.key, second.key);
   EXPECT_EQ(first.cubin, second.cubin);
   // ptxas's report comes with the kernel, compiled or cached.
-  ASSERT_TRUE(first.ptxas.known());
+  EXPECT_TRUE(first.ptxas.known());
   EXPECT_GT(first.ptxas.registers, 0);
   EXPECT_LE(first.ptxas.registers, 255);
   EXPECT_GE(first.ptxas.spill_store_bytes, 0);
