@@ -137,10 +137,11 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
     unsigned position = 0;
     bool after_prior_grids = kTiled;
     for (long long tile = blockIdx.x; tile < count; tile += gridDim.x) {
-      const tiles::StreamPlan plan = Body::stream(layout, tile, &map);
+      tiles::StreamPlan plan = Body::stream(layout, tile, &map);
       if (plan.after_prior_grids && !after_prior_grids) {
         wait_for_prior_grids();
         after_prior_grids = true;
+        plan = Body::stream(layout, tile, &map);  // its row reads the step: read it again now
       }
       tiles::produce_stream(ring, position, plan, policy, [&](unsigned long long waited_ns) {
         if (waited_ns > timeout_ns) __trap();

@@ -69,11 +69,12 @@ __device__ __forceinline__ void produce_queue(const Params& p, const tiles::Stre
   unsigned position = 0;
   bool after_prior_grids = false;
   for (int i = first; i < last; ++i) {
-    const tiles::StreamPlan plan = Region::stream(p, p.tasks[i]);
+    tiles::StreamPlan plan = Region::stream(p, p.tasks[i]);
     if (plan.stages == 0) continue;
     if (plan.after_prior_grids && !after_prior_grids) {
       wait_for_prior_grids();
       after_prior_grids = true;
+      plan = Region::stream(p, p.tasks[i]);  // its row reads the step: read it again now
     }
     if (!tiles::produce_stream(ring, position, plan, policy, give_up)) break;
   }
