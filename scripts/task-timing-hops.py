@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the hops between a megakernel region's ops go, from a task timing file.
 
-Usage: scripts/task-timing-hops.py TIMING.json[.gz] [FIRST_LAYER LAST_LAYER [GRAPH.json]]
+Usage: scripts/task-timing-hops.py [--simulated TRACE.json[.gz]] TIMING.json[.gz] [FIRST_LAYER LAST_LAYER [GRAPH.json]]
 
 TIMING.json is what `megacut run --task-timing` writes (megacut.task_timing/1), or it gzipped. For each op of
 a decoder layer, averaged over layers FIRST_LAYER..LAST_LAYER (default 1..14: neither the first
@@ -13,7 +13,10 @@ publish_ns), publish to this op's first start (wait). All in microseconds. With 
 give the op's step (the last end of the ops before it to its own, as `megacut run --task-timing`
 prints it) and its bytes over its step in GB/s. Last, when the op's tasks end after the ops before
 it (the first, the median and the last): each op waits for the last task of the op before, so
-the spread of an op's ends is time the layer loses.
+the spread of an op's ends is time the layer loses. With --simulated TRACE.json (the Chrome trace
+`megacut simulate --trace` writes for the same model, batch and composition), each op's step as
+the simulator predicts it too, beside the measured one: where a prediction of the region goes
+wrong, op by op.
 """
 import gzip
 import json
@@ -22,12 +25,48 @@ import statistics
 import sys
 
 
+def simulated_steps(trace, stage, names):
+    """Per op index of the stage's mk region tasks in a simulated Chrome trace: its step (its last
+    task end after the last end of the ops before it; the first op's from its first start), ns."""
+    events = trace["traceEvents"]
+    spans = [e for e in events if e.get("cat") == "stage" and e.get("name") == stage]
+    if not spans:
+        sys.exit(f"--simulated: the trace has no {stage} stage")
+    begin, end = spans[0]["ts"], spans[0]["ts"] + spans[0]["dur"]
+    by_op = {}
+    for e in events:
+        if e.get("cat") == "task" and begin <= e["ts"] <= end:
+            op = e["args"]["op"]
+            if op >= len(names) or names[op] != e["name"]:
+                sys.exit(f"--simulated: task {e['name']} is not op {op} of the file's {stage} stage")
+            by_op.setdefault(op, []).append((e["ts"] * 1000, (e["ts"] + e["dur"]) * 1000))
+    steps = {}
+    ops = sorted(by_op)
+    for i, op in enumerate(ops):
+        last_end = max(t[1] for t in by_op[op])
+        done = max(t[1] for o in ops[:i] for t in by_op[o]) if i else min(t[0] for t in by_op[op])
+        steps[op] = last_end - done
+    return steps
+
+
 def main():
-    path = sys.argv[1]
-    first, last = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1, 14)
+    args = sys.argv[1:]
+    simulated = None
+    if "--simulated" in args:
+        at = args.index("--simulated")
+        if at + 1 >= len(args):
+            sys.exit("--simulated needs a trace file")
+        trace = args[at + 1]
+        with (gzip.open(trace, "rt") if trace.endswith(".gz") else open(trace)) as f:
+            simulated = json.load(f)
+        del args[at:at + 2]
+    if not args:
+        sys.exit(__doc__)
+    path = args[0]
+    first, last = (int(args[1]), int(args[2])) if len(args) > 2 else (1, 14)
     graph = None
-    if len(sys.argv) > 4:
-        with open(sys.argv[4]) as f:
+    if len(args) > 3:
+        with open(args[3]) as f:
             graph = json.load(f)
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
@@ -35,7 +74,9 @@ def main():
         names = stage["ops"]
         stage_graph = graph if graph is not None and graph["stage"] == stage["stage"] else None
         if stage_graph is not None and [op["name"] for op in stage_graph["ops"]] != names:
-            sys.exit(f"{sys.argv[4]}: its ops are not those of the file's {stage['stage']} stage")
+            sys.exit(f"{args[3]}: its ops are not those of the file's {stage['stage']} stage")
+        sim = (simulated_steps(simulated, stage["stage"], names)
+               if simulated is not None and stage["regions"] else {})
         for region in stage["regions"]:
             by_op = {}
             for t in region["tasks"]:
@@ -70,7 +111,8 @@ def main():
                     node = stage_graph["ops"][op]
                     rate = (node["bytes_read"] + node["bytes_written"]) / step
                 rows.setdefault(key, []).append(
-                    (median, hop, notice, fence, wait, step, first_end, median_end, rate))
+                    (median, hop, notice, fence, wait, step, first_end, median_end, rate,
+                     sim.get(op, 0.0)))
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
                   "averaged (us): task, hop from the op before, and of it notice, fence, wait; "
                   "its tasks' first, median and last end after the ops before it")
@@ -82,6 +124,8 @@ def main():
                     rate = sum(v[8] for v in values) / len(values)
                     line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
                 line += f"  ends {mean[6]:6.2f} {mean[7]:6.2f} {mean[5]:6.2f}"
+                if simulated is not None:
+                    line += f"  simulated step {sum(v[9] for v in values) / len(values) / 1000:6.2f}"
                 print(line)
 
 
