@@ -260,7 +260,7 @@ void launch_tiles(const typename Body::Layout& layout, cudaStream_t stream, bool
     const KernelLaunch launch(static_cast<unsigned>(s.ctas),
                               Body::kThreads + tiles::kStreamProducerThreads,
                               static_cast<size_t>(s.smem_bytes()), stream, pdl);
-    const CUtensorMap map = encode_tensor_map(Body::map_shape(layout), "a linear's weights");
+    const CUtensorMap map = encode_tensor_map(Body::map_shape(layout), "a streamed body's bytes");
     CUDA_CHECK(cudaLaunchKernelEx(launch.config(), stream_kernel<Body, kTiled>, map, layout,
                                   s.scratch_bytes, s.slots, sync));
   } else {

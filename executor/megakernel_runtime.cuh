@@ -300,8 +300,8 @@ __device__ void run_region(const Params& p) {
 }
 
 // A body's part of Region::stream and Region::run: streamed bodies take the CTA's weight
-// cursor, mapped bodies their tensor maps, bodies that hand flagged words over the region's
-// run (beside the layout); the others have nothing to stream.
+// cursor (and with it the region's run, for flagged words), mapped bodies their tensor maps;
+// the others have nothing to stream.
 using tiles::StreamedBody;
 
 template <class Body>
@@ -323,8 +323,6 @@ __device__ __forceinline__ void body_run(const char* layout, long long tile, cha
     Body::run(l, tile, smem, weights);
   } else if constexpr (tiles::MappedBody<Body>) {
     Body::run(l, tile, smem, maps);
-  } else if constexpr (tiles::RegionRunBody<Body>) {
-    Body::run(l, tile, smem, weights.region);
   } else {
     Body::run(l, tile, smem);
   }

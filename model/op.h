@@ -32,16 +32,18 @@ struct TileCost {
   int64_t bytes_written = 0;
   int64_t flops = 0;
   int64_t link_bytes = 0;  // sent to other GPUs (tensor parallel's collectives), per GPU
-  // Of bytes_read, the weight matrix's: no kernel writes them, so a tile may load them before
-  // its inputs are ready (a megakernel's weight ring streams them ahead of the task).
-  int64_t weight_bytes = 0;
+  // Of bytes_read, those no kernel of the stage writes, which a streamed body takes through its
+  // CTA's ring (tiles/stream.cuh): a linear's weight rows, qkv-attention's cached keys and values.
+  // A tile may load them before its inputs are ready (a megakernel's ring streams them ahead of
+  // the task).
+  int64_t stream_bytes = 0;
 
   TileCost& operator+=(const TileCost& other) {
     bytes_read += other.bytes_read;
     bytes_written += other.bytes_written;
     flops += other.flops;
     link_bytes += other.link_bytes;
-    weight_bytes += other.weight_bytes;
+    stream_bytes += other.stream_bytes;
     return *this;
   }
 };

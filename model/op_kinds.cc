@@ -64,7 +64,7 @@ TileCost product_cost(const Box& out, int64_t k, int64_t out_bytes, int64_t weig
   const int64_t rows = weight_rows * out.cols();
   TileCost c{out.rows() * k * kBf16 + rows * k * kBf16, out.rows() * out.cols() * out_bytes,
              2 * out.rows() * rows * k};
-  c.weight_bytes = rows * k * kBf16;
+  c.stream_bytes = rows * k * kBf16;
   return c;
 }
 
@@ -272,11 +272,13 @@ class QkvAttention final : public Kind {
     int64_t keys = op.attrs.i("past_len") + 1;
     if (window > 0) keys = std::min(keys, window);
     const int64_t elements = out.rows() * out.cols();
-    // The query, the new key and value, the cached keys and values; the output, and the new key
-    // and value once per KV head (a share of them a query head).
-    return {3 * elements * kBf16 + 2 * out.rows() * (keys - 1) * head_dim * kBf16,
-            elements * kBf16 + 2 * elements * kBf16 / group,
-            4 * heads * head_dim * out.rows() * keys + 20 * elements};
+    // The query, the new key and value, the cached keys and values (streamed); the output, and
+    // the new key and value once per KV head (a share of them a query head).
+    const int64_t cached = 2 * out.rows() * (keys - 1) * head_dim * kBf16;
+    TileCost c{3 * elements * kBf16 + cached, elements * kBf16 + 2 * elements * kBf16 / group,
+               4 * heads * head_dim * out.rows() * keys + 20 * elements};
+    c.stream_bytes = cached;
+    return c;
   }
 };
 

@@ -140,7 +140,7 @@ struct Simulator::StageState {
   std::unique_ptr<model::StageProfile> interpolated;
   // Per task of the stage, filled op by op as ops are first run in an mk region.
   std::vector<double> task_bytes;
-  std::vector<double> task_weight_bytes;  // of task_bytes, the weights (TileCost::weight_bytes)
+  std::vector<double> task_stream_bytes;  // of task_bytes, what streams (TileCost::stream_bytes)
   std::vector<double> task_estimate;
   std::vector<OpModel> ops;
   // By op, the conventional kernel the provider choice takes (null: none measured).
@@ -304,7 +304,7 @@ Simulator::StageState& Simulator::state(std::string_view stage, int64_t batch) {
     throw Error(where(*s, -1) + ", the graph launch fit: " + e.what());
   }
   s->task_bytes.assign(g.task_count(), 0);
-  s->task_weight_bytes.assign(g.task_count(), 0);
+  s->task_stream_bytes.assign(g.task_count(), 0);
   s->task_estimate.assign(g.task_count(), 0);
   s->ops.resize(g.op_count());
   if (options_.provider_choice) options_.provider_choice->check(g);
@@ -494,7 +494,7 @@ void Simulator::measure_tasks(StageState& s, int op, OpModel& m) {
     const model::TaskId id = g.task_id(op, t);
     const model::TileCost c = g.task_cost(id);
     s.task_bytes[id] = static_cast<double>(c.bytes_read + c.bytes_written);
-    s.task_weight_bytes[id] = static_cast<double>(c.weight_bytes);
+    s.task_stream_bytes[id] = static_cast<double>(c.stream_bytes);
     s.task_estimate[id] = static_cast<double>(model::schedule_cost_estimate_ns(c));
     bytes += s.task_bytes[id];
     estimate += s.task_estimate[id];
@@ -634,12 +634,12 @@ TaskCosts Simulator::region_task_costs(std::string_view stage, int64_t batch,
       const double share = m.mean_bytes > 0 ? s.task_bytes[id] / m.mean_bytes : 1.0;
       costs.fixed_ns[id - first] = time_from_ns(m.fit.solo_ns * size * slowdown + checks);
       costs.bytes[id - first] = m.fit.shared_ns * bandwidth * share;
-      // A streamed body's weights, as much of them as the region's ring holds, load ahead: that
+      // What a streamed body streams, as much of it as the region's ring holds, loads ahead: that
       // share of the bytes its benchmark fit moves.
       if (m.config.ring_bytes > 0 && config.ring_bytes > 0 && s.task_bytes[id] > 0) {
         if (costs.ahead_bytes.empty()) costs.ahead_bytes.assign(last - first, 0.0);
         const double ahead =
-            std::min(s.task_weight_bytes[id], static_cast<double>(config.ring_bytes));
+            std::min(s.task_stream_bytes[id], static_cast<double>(config.ring_bytes));
         costs.ahead_bytes[id - first] = costs.bytes[id - first] * ahead / s.task_bytes[id];
       }
     }

@@ -90,10 +90,10 @@ TEST_P(DecodeClosedForm, LinearAndAttentionTotals) {
       c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
       c.num_heads * c.head_dim * c.hidden_size + 3 * c.hidden_size * c.intermediate_size;
   const int64_t linear_weights = c.num_layers * per_layer_weights + c.vocab_size * c.hidden_size;
-  int64_t linear_flops = 0, linear_weight_bytes = 0, weight_bytes = 0, attention_flops = 0;
+  int64_t linear_flops = 0, linear_weight_bytes = 0, stream_bytes = 0, attention_flops = 0;
   for (const Op& op : g.ops()) {
     const TileCost cost = g.op_cost(op.index);
-    weight_bytes += cost.weight_bytes;
+    stream_bytes += cost.stream_bytes;
     const std::string_view kind = op.kind->name();
     if (kind == "linear" || kind == "lm-head" || kind == "norm-linear" ||
         kind == "linear-residual") {
@@ -120,8 +120,10 @@ TEST_P(DecodeClosedForm, LinearAndAttentionTotals) {
   }
   EXPECT_EQ(linear_flops, 2 * batch * linear_weights);
   EXPECT_EQ(linear_weight_bytes, 2 * linear_weights);
-  // The weight matrices, and they alone, are what the tiles may load ahead.
-  EXPECT_EQ(weight_bytes, 2 * linear_weights);
+  // The weight matrices, and the 128 cached keys and values each query head reads, are what the
+  // tiles may load ahead.
+  const int64_t cached_bytes = c.num_layers * batch * c.num_heads * 2 * 128 * c.head_dim * 2;
+  EXPECT_EQ(stream_bytes, 2 * linear_weights + cached_bytes);
   EXPECT_EQ(attention_flops, c.num_layers * 4 * batch * c.num_heads * c.head_dim * (128 + 1));
 }
 

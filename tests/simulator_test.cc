@@ -361,7 +361,7 @@ TEST(SimulatorTest, StreamedBodiesLoadAsMuchOfTheirWeightsAheadAsTheRingHolds) {
   for (model::TaskId id = 0; id < g.task_count(); ++id) {
     const model::TileCost c = g.task_cost(id);
     const double expected = streamed(g.op(g.task(id).op).kind->name())
-                                ? costs.bytes[id] * std::min<double>(c.weight_bytes, 4096) /
+                                ? costs.bytes[id] * std::min<double>(c.stream_bytes, 4096) /
                                       static_cast<double>(c.bytes_read + c.bytes_written)
                                 : 0.0;
     EXPECT_DOUBLE_EQ(costs.ahead_bytes[id], expected) << "task " << id;

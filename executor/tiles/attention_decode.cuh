@@ -11,6 +11,7 @@
 #pragma once
 
 #include "executor/tiles/attention_layout.cuh"
+#include "executor/tiles/stream.cuh"
 
 namespace megacut::tiles {
 
@@ -32,87 +33,117 @@ struct AttentionDecodeTile {
     const TileBox box = l.grid.box(tile);
     const int head = static_cast<int>(box.col_begin / kHeadDim);
     for (long long row = box.row_begin; row < box.row_end; ++row) {
-      attend(l, row, head, l.q + row * l.q_stride + head * kHeadDim, nullptr,
-             reinterpret_cast<float*>(smem));
+      const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
+      Softmax r = start(l, l.q + row * l.q_stride + head * kHeadDim);
+      cache_rounds(l, row, head, attention_first_key(l, pos), pos, r);
+      finish(l, row, head, r, reinterpret_cast<float*>(smem));
     }
   }
 
-  // Query row `row` of query head `head` (its head_dim values at q) over its keys. With `newest`
-  // (shared memory: the key, then the value, of the row's own position) the last key comes from
-  // there; without, from the cache. `part`: smem_bytes of shared memory. Every thread of the
-  // tile calls it. Where the layout has y_flagged, the output also goes there, as `region`'s
-  // run's.
-  __device__ static void attend(const Layout& l, long long row, int head, const bf16* q_head,
-                                const bf16* newest, float* part, const RegionRun& region = {}) {
-    const int group = l.heads / l.kv_heads;
-    const int kv_head = head / group;
+  // One thread's part of a query row's online softmax: the query's 8 dimensions of its lane
+  // (scaled for exp2), the running max, sum and weighted values of its slot's keys.
+  struct Softmax {
+    float q[8];
+    float acc[8];
+    float m;
+    float sum;
+  };
+
+  // Its lane's dimensions of the query head at q_head, nothing seen yet.
+  __device__ static Softmax start(const Layout& l, const bf16* q_head) {
+    Softmax r;
+    const int d0 = threadIdx.x % kLanesPerKey * 8;
+    const float scale_log2 = l.scale * 1.4426950408889634f;
+    unpack8(load8(q_head + d0), r.q);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      r.q[i] *= scale_log2;
+      r.acc[i] = 0.f;
+    }
+    r.m = -__int_as_float(0x7f800000);
+    r.sum = 0.f;
+    return r;
+  }
+
+  // kKeys keys of the slot, their lane's 8 dimensions at k[u] and v[u], each counting where
+  // counts[u] (alike in every lane of the slot): the scores first (independent shuffles), then one
+  // softmax update for the lot, no chain of dependent updates from key to key. Whole warps call
+  // it: the score sums shuffle across them.
+  template <int kKeys>
+  __device__ static void update(Softmax& r, const uint4 (&k)[kKeys], const uint4 (&v)[kKeys],
+                                const bool (&counts)[kKeys]) {
+    float s[kKeys];
+    float m_new = r.m;
+#pragma unroll
+    for (int u = 0; u < kKeys; ++u) {
+      float kf[8];
+      unpack8(*reinterpret_cast<const Vec8*>(&k[u]), kf);
+      float dot = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) dot += r.q[i] * kf[i];
+      s[u] = group_sum(dot, kLanesPerKey);
+      if (counts[u]) m_new = fmaxf(m_new, s[u]);
+    }
+    if (m_new == -__int_as_float(0x7f800000)) return;  // no key for this slot
+    const float correction = exp2f(r.m - m_new);
+    r.m = m_new;
+    r.sum *= correction;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r.acc[i] *= correction;
+#pragma unroll
+    for (int u = 0; u < kKeys; ++u) {
+      if (!counts[u]) continue;
+      const float p = exp2f(s[u] - m_new);
+      float vf[8];
+      unpack8(*reinterpret_cast<const Vec8*>(&v[u]), vf);
+      r.sum += p;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) r.acc[i] += p * vf[i];
+    }
+  }
+
+  // Cache positions [lo, last] of query row `row`'s sequence, for query head `head`, read from
+  // device memory in rounds of kSlots * kKeysPerSlot keys: a context of 256 keys (128 at
+  // head_dim 128) is one round of loads, all in flight at once. Every thread of the tile calls
+  // it (a uniform trip count: the score sums shuffle across whole warps).
+  __device__ static void cache_rounds(const Layout& l, long long row, int head, int lo, int last,
+                                      Softmax& r) {
+    const int kv_head = head / (l.heads / l.kv_heads);
     const int kv_cols = l.kv_heads * kHeadDim;
     const int slot = threadIdx.x / kLanesPerKey;
     const int d0 = threadIdx.x % kLanesPerKey * 8;
-    const float scale_log2 = l.scale * 1.4426950408889634f;
-    const float neg_inf = -__int_as_float(0x7f800000);
-
     const long long seq = static_cast<int>(row) / l.seq_len;  // 32-bit division (rows < 2^31)
-    const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
-    const int lo = attention_first_key(l, pos);
     const bf16* keys =
         l.cache + seq * l.capacity * (2 * kv_cols) + kv_head * kHeadDim + d0;  // (keys, ...)
-    float q[8], acc[8], m = neg_inf, sum = 0.f;
-    unpack8(load8(q_head + d0), q);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      q[i] *= scale_log2;
-      acc[i] = 0.f;
-    }
-    // Uniform trip count for the whole tile: the score sums shuffle across whole warps.
-    for (int base = lo; base <= pos; base += kSlots * kKeysPerSlot) {
+    for (int base = lo; base <= last; base += kSlots * kKeysPerSlot) {
       uint4 k[kKeysPerSlot], v[kKeysPerSlot];
+      bool counts[kKeysPerSlot];
 #pragma unroll
       for (int u = 0; u < kKeysPerSlot; ++u) {
         const int j = base + u * kSlots + slot;
-        const bool own = newest != nullptr && j == pos;
-        const bf16* key =
-            own ? newest + d0 : keys + static_cast<long long>(j <= pos ? j : lo) * (2 * kv_cols);
+        counts[u] = j <= last;
+        const bf16* key = keys + static_cast<long long>(counts[u] ? j : lo) * (2 * kv_cols);
         k[u] = *reinterpret_cast<const uint4*>(key);
-        v[u] = *reinterpret_cast<const uint4*>(own ? key + kHeadDim : key + kv_cols);
+        v[u] = *reinterpret_cast<const uint4*>(key + kv_cols);
       }
-      // Scores of the round's keys first (independent shuffles), then one softmax update for
-      // the lot: no chain of dependent updates from key to key.
-      float s[kKeysPerSlot];
-      float m_new = m;
-#pragma unroll
-      for (int u = 0; u < kKeysPerSlot; ++u) {
-        float kf[8];
-        unpack8(*reinterpret_cast<const Vec8*>(&k[u]), kf);
-        float dot = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) dot += q[i] * kf[i];
-        s[u] = group_sum(dot, kLanesPerKey);
-        if (base + u * kSlots + slot <= pos) m_new = fmaxf(m_new, s[u]);
-      }
-      if (m_new == neg_inf) continue;  // no key for this slot in this round
-      const float correction = exp2f(m - m_new);
-      m = m_new;
-      sum *= correction;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] *= correction;
-#pragma unroll
-      for (int u = 0; u < kKeysPerSlot; ++u) {
-        if (base + u * kSlots + slot > pos) continue;
-        const float p = exp2f(s[u] - m_new);
-        float vf[8];
-        unpack8(*reinterpret_cast<const Vec8*>(&v[u]), vf);
-        sum += p;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[i] += p * vf[i];
-      }
+      update(r, k, v, counts);
     }
+  }
+
+  // The slots meet in shared memory (`part`: smem_bytes of it) and a log-sum-exp merge over them,
+  // in a fixed order, gives the head's output. Every thread of the tile calls it. Where the
+  // layout has y_flagged, the output also goes there, as `region`'s run's.
+  __device__ static void finish(const Layout& l, long long row, int head, const Softmax& r,
+                                float* part, const RegionRun& region = {}) {
+    const int slot = threadIdx.x / kLanesPerKey;
+    const int d0 = threadIdx.x % kLanesPerKey * 8;
+    const float neg_inf = -__int_as_float(0x7f800000);
     float* mine = part + slot * kPartFloats;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) mine[d0 + i] = acc[i];
+    for (int i = 0; i < 8; ++i) mine[d0 + i] = r.acc[i];
     if (d0 == 0) {
-      mine[kHeadDim] = m;
-      mine[kHeadDim + 1] = sum;
+      mine[kHeadDim] = r.m;
+      mine[kHeadDim + 1] = r.sum;
     }
     tile_sync<kThreads>();
     for (int d = threadIdx.x; d < kHeadDim; d += kThreads) {
@@ -148,16 +179,27 @@ struct AttentionDecodeTile {
 // make them what qk-norm, rope and kv-append would have left (a group of head_dim / 8 lanes a
 // vector, as the key loop holds keys: the query, the key, the value), rounding where those ops
 // round, into shared memory; the tile of the KV head's first query head also writes the key and
-// the value into the cache. Then AttentionDecodeTile's key loop, the new position's key and value
-// from shared memory: no tile reads the position the stage writes.
+// the value into the cache. The cached positions [lo, pos) come through the CTA's stream
+// (tiles/stream.cuh), as a streamed linear's weights do: no op of the stage writes them, so the
+// producer copies them while the tile, or the tasks before it, still wait for qkv's words.
+// Stage s holds kStageKeys positions from lo + s * kStageKeys: their keys, then their values;
+// each slot scores its two keys of a stage, then the new position's key and value come from
+// shared memory, after the stages: no tile reads the position the stage writes.
 template <int kHeadDim>
 struct QkvAttentionDecodeTile {
   using Layout = QkvAttentionLayout;
   using Attend = AttentionDecodeTile<kHeadDim>;
+  using Softmax = typename Attend::Softmax;
 
   static constexpr int kThreads = Attend::kThreads;
   static constexpr int kLanes = Attend::kLanesPerKey;
   static constexpr int kHalf = kHeadDim / 2;
+  // Cached positions a stage, their keys and their values: a slot's room.
+  static constexpr int kStageKeys = kStreamSlotBytes / (4 * kHeadDim);
+  static constexpr int kBoxBytes = kStageKeys * kHeadDim * 2;  // keys, or values, of a stage
+  static constexpr int kKeysPerSlot = kStageKeys / Attend::kSlots;
+  static_assert(kThreads == kStreamConsumerThreads, "a streamed body's warps");
+  static_assert(kStageKeys <= 256 && kKeysPerSlot * Attend::kSlots == kStageKeys, "stage keys");
   static_assert(3 * kLanes <= 64, "the query, the key and the value in two warps");
   static_assert(64 + kHalf <= kThreads, "a frequency a thread after the first two warps");
 
@@ -170,14 +212,62 @@ struct QkvAttentionDecodeTile {
   __host__ __device__ static bool takes_flagged_x(const Layout& l) { return l.q_stride % 2 == 0; }
   __host__ __device__ static bool gives_flagged_y(const Layout&) { return true; }
 
-  __device__ static void run(const Layout& l, long long tile, char* smem) {
-    run(l, tile, smem, RegionRun{});
+  // The cache as the stream reads it: (sequences * capacity, 2 * kv_heads * head_dim), boxes of
+  // one head's head_dim columns by kStageKeys positions.
+  __host__ __device__ static TensorMapShape map_shape(const Layout& l) {
+    const long long sequences = (l.grid.rows + l.seq_len - 1) / l.seq_len;
+    return {l.cache, 2ll * l.kv_heads * kHeadDim, sequences * l.capacity, kHeadDim, kStageKeys, 0};
   }
 
-  // In a megakernel region: q from its flagged words where the layout has them, once they hold
-  // `region`'s run's values.
-  __device__ static void run(const Layout& l, long long tile, char* smem, const RegionRun& region) {
+  // The tile's cached positions [lo, pos): keys at the KV head's columns, values kv_cols after.
+  // The previous step's kernel wrote the last of them: read after the grids before.
+  __device__ static StreamPlan stream(const Layout& l, long long tile, const void* map) {
+    const long long row = l.grid.box(tile).row_begin;  // one row a tile
+    const int head = static_cast<int>(l.grid.box(tile).col_begin / kHeadDim);
+    const int pos = l.past_len + static_cast<int>(row) % l.seq_len;
+    const int lo = attention_first_key(l, pos);
+    const long long seq = static_cast<int>(row) / l.seq_len;
+    StreamPlan p{};
+    p.map = map;
+    p.row = static_cast<int>(seq * l.capacity + lo);
+    p.box_k = kHeadDim;
+    p.boxes = 2;
+    p.stages = (pos - lo + kStageKeys - 1) / kStageKeys;
+    p.box_bytes = kBoxBytes;
+    p.after_prior_grids = 1;
+    p.stage_rows = kStageKeys;
+    p.k_first = head / (l.heads / l.kv_heads) * kHeadDim;
+    p.box_stride_k = l.kv_heads * kHeadDim;
+    return p;
+  }
+
+  // Cached positions [lo, pos) of the row from the cursor's stages (plan: stream), into `r`.
+  // Every thread of the tile calls it; each stage is released once the next one has landed, the
+  // last after `done` (the output stored).
+  __device__ static int staged_keys(StreamCursor& cursor, int lo, int pos, Softmax& r) {
+    const int slot = threadIdx.x / kLanes;
+    const int d0 = threadIdx.x % kLanes * 8;
+    const int stages = (pos - lo + kStageKeys - 1) / kStageKeys;
+    for (int s = 0; s < stages; ++s) {
+      const bf16* keys = reinterpret_cast<const bf16*>(cursor.wait());
+      if (s > 0) cursor.release();  // the stage before: its reads are done
+      uint4 k[kKeysPerSlot], v[kKeysPerSlot];
+      bool counts[kKeysPerSlot];
+#pragma unroll
+      for (int u = 0; u < kKeysPerSlot; ++u) {
+        const int t = u * Attend::kSlots + slot;
+        counts[u] = lo + s * kStageKeys + t < pos;
+        k[u] = *reinterpret_cast<const uint4*>(keys + t * kHeadDim + d0);
+        v[u] = *reinterpret_cast<const uint4*>(keys + (kStageKeys + t) * kHeadDim + d0);
+      }
+      Attend::update(r, k, v, counts);
+    }
+    return stages;
+  }
+
+  __device__ static void run(const Layout& l, long long tile, char* smem, StreamCursor& cursor) {
     if (threadIdx.x >= kThreads) return;
+    const RegionRun& region = cursor.region;
     const AttentionLayout& a = l;
     const TileBox box = a.grid.box(tile);
     const int head = static_cast<int>(box.col_begin / kHeadDim);
@@ -195,63 +285,76 @@ struct QkvAttentionDecodeTile {
     const int col = role == 0   ? head * kHeadDim
                     : role == 1 ? (a.heads + kv_head) * kHeadDim
                                 : (a.heads + a.kv_heads + kv_head) * kHeadDim;
-    for (long long row = box.row_begin; row < box.row_end; ++row) {
-      const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
-      float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (threadIdx.x < 64 && role < 3) {
-        const long long at = row * a.q_stride + col + d0;
-        if (l.x_flagged != nullptr) {
-          const unsigned long long* words[1] = {l.x_flagged + at / 2};
-          uint4 v[1];
-          check_flagged_wait(
-              load_flagged_chunks<1>(words, region.run, region.stop, region.timeout_ns, v));
-          unpack8(*reinterpret_cast<const Vec8*>(&v[0]), f);
-        } else {
-          unpack8(load8(a.q + at), f);
-        }
+    const long long row = box.row_begin;  // one row a tile (decode's attention tiling)
+    const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
+    float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (threadIdx.x < 64 && role < 3) {
+      const long long at = row * a.q_stride + col + d0;
+      if (l.x_flagged != nullptr) {
+        const unsigned long long* words[1] = {l.x_flagged + at / 2};
+        uint4 v[1];
+        check_flagged_wait(
+            load_flagged_chunks<1>(words, region.run, region.stop, region.timeout_ns, v));
+        unpack8(*reinterpret_cast<const Vec8*>(&v[0]), f);
+      } else {
+        unpack8(load8(a.q + at), f);
       }
-      tile_sync<kThreads>();         // the frequencies
-      if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
-        if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
-          float sum_sq = 0.f;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) sum_sq += f[i] * f[i];
-          const float inv_rms = rsqrtf(group_sum(sum_sq, kLanes) / kHeadDim + l.eps);
-          if (role < 2) {
-            float w[8];
-            unpack8(load8(l.qk_norm + role * kHeadDim + d0), w);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) f[i] = round_bf16(round_bf16(f[i] * inv_rms) * w[i]);
-          }
-        }
-        // RopeTile's arithmetic: (x[i], x[i + d/2]) of a head sit kLanes / 2 lanes apart.
-        float other[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) other[i] = __shfl_xor_sync(0xffffffffu, f[i], kLanes / 2);
-        if (role < 2) {
-          const bool first_half = d0 < kHalf;
-          const float p = static_cast<float>(pos);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            float sn, cs;
-            sincosf(p * freq[d0 % kHalf + i], &sn, &cs);
-            f[i] = first_half ? f[i] * cs - other[i] * sn : f[i] * cs + other[i] * sn;
-          }
-        }
-        if (role < 3) {
-          const Vec8 packed = pack8(f);
-          store8(fresh + role * kHeadDim + d0, packed);
-          if (role > 0 && head % group == 0) {
-            const long long seq = static_cast<int>(row) / a.seq_len;
-            store8(l.cache_out + (seq * a.capacity + pos) * (2 * kv_cols) + (role - 1) * kv_cols +
-                       kv_head * kHeadDim + d0,
-                   packed);
-          }
-        }
-      }
-      tile_sync<kThreads>();
-      Attend::attend(a, row, head, fresh, fresh + kHeadDim, reinterpret_cast<float*>(smem), region);
     }
+    tile_sync<kThreads>();         // the frequencies
+    if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
+      if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
+        float sum_sq = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum_sq += f[i] * f[i];
+        const float inv_rms = rsqrtf(group_sum(sum_sq, kLanes) / kHeadDim + l.eps);
+        if (role < 2) {
+          float w[8];
+          unpack8(load8(l.qk_norm + role * kHeadDim + d0), w);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) f[i] = round_bf16(round_bf16(f[i] * inv_rms) * w[i]);
+        }
+      }
+      // RopeTile's arithmetic: (x[i], x[i + d/2]) of a head sit kLanes / 2 lanes apart.
+      float other[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) other[i] = __shfl_xor_sync(0xffffffffu, f[i], kLanes / 2);
+      if (role < 2) {
+        const bool first_half = d0 < kHalf;
+        const float p = static_cast<float>(pos);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          float sn, cs;
+          sincosf(p * freq[d0 % kHalf + i], &sn, &cs);
+          f[i] = first_half ? f[i] * cs - other[i] * sn : f[i] * cs + other[i] * sn;
+        }
+      }
+      if (role < 3) {
+        const Vec8 packed = pack8(f);
+        store8(fresh + role * kHeadDim + d0, packed);
+        if (role > 0 && head % group == 0) {
+          const long long seq = static_cast<int>(row) / a.seq_len;
+          store8(l.cache_out + (seq * a.capacity + pos) * (2 * kv_cols) + (role - 1) * kv_cols +
+                     kv_head * kHeadDim + d0,
+                 packed);
+        }
+      }
+    }
+    tile_sync<kThreads>();
+    Softmax r = Attend::start(a, fresh);
+    const int stages = staged_keys(cursor, attention_first_key(a, pos), pos, r);
+    own_key(fresh + kHeadDim, r);
+    Attend::finish(a, row, head, r, reinterpret_cast<float*>(smem), region);
+    if (stages > 0) cursor.release();
+  }
+
+  // The row's own key and value (shared memory, `newest`: the key, then the value) into `r`:
+  // every slot scores it (whole warps), slot 0 keeps it.
+  __device__ static void own_key(const bf16* newest, Softmax& r) {
+    const int d0 = threadIdx.x % kLanes * 8;
+    const uint4 k[1] = {*reinterpret_cast<const uint4*>(newest + d0)};
+    const uint4 v[1] = {*reinterpret_cast<const uint4*>(newest + kHeadDim + d0)};
+    const bool counts[1] = {threadIdx.x / kLanes == 0};
+    Attend::update(r, k, v, counts);
   }
 };
 

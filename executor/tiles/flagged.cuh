@@ -90,14 +90,6 @@ struct RegionRun {
   unsigned long long timeout_ns = 0;
 };
 
-// A body that, in a region, takes the region's run besides its layout: one that hands flagged
-// words over outside the weight stream (tiles/attention_decode.cuh).
-template <class Body>
-concept RegionRunBody = requires(const typename Body::Layout& l, long long tile, char* smem,
-                                 const RegionRun& region) {
-  Body::run(l, tile, smem, region);
-};
-
 // A wait for flagged words that timed out is a runtime defect: it traps rather than hangs. One
 // the region's error stopped goes on with what it has: the host reports the run failed.
 __device__ __forceinline__ void check_flagged_wait(FlaggedWait wait) {

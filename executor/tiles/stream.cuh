@@ -14,6 +14,9 @@
 // consumers walk the same tasks in the same order, so both count stages the same way: stage n of
 // the CTA's life is in slot n % slots, its (n / slots)-th use.
 //
+// Decode's qkv-attention streams the same way the cached positions of its KV head (no op of the
+// stage writes them), a stage of positions at a time down the cache (StreamPlan::stage_rows).
+//
 // Used by the conventional kernel of a streamed body (a persistent grid, executor/conventional.cu)
 // and by the megakernel runtime (executor/megakernel_runtime.cuh). Device code and plain structs:
 // compiles under NVRTC.
@@ -31,8 +34,12 @@ namespace megacut::tiles {
 // row + p * part_rows, one after the other in the slot: rows of a matrix that lie apart (a fused
 // gate_up's gate and up rows of the same features) land as one box. box_bytes counts a piece,
 // zero fill included: what the copy engine delivers.
-// With after_prior_grids the row depends on a stage input (a code predictor's step), which the
-// producer reads only after the kernels before it are done.
+// With after_prior_grids the row depends on a stage input (a code predictor's step), or the
+// bytes on an earlier kernel's output (the cached positions of qkv-attention, the previous step's
+// last), which the producer reads only after the kernels before it are done.
+// With stage_rows, the stages walk down the map rather than along k: stage s from row
+// row + s * stage_rows, its box b at k = k_first + b * box_stride_k (a KV head's keys, then its
+// values, of stage_rows cached positions).
 struct StreamPlan {
   const void* map;
   int row;
@@ -43,6 +50,9 @@ struct StreamPlan {
   int after_prior_grids;
   int parts = 1;
   int part_rows = 0;
+  int stage_rows = 0;
+  int k_first = 0;
+  int box_stride_k = 0;
 
   __device__ int stage_bytes() const { return boxes * parts * box_bytes; }
 };
@@ -153,14 +163,16 @@ __device__ __forceinline__ bool produce_stream(const StreamRing& ring, unsigned&
                  "r"(plan.stage_bytes())
                  : "memory");
     const unsigned stage = ring.data + slot * kStreamSlotBytes;
+    const int row = plan.row + s * plan.stage_rows;
     for (int b = 0; b < plan.boxes; ++b) {
-      const int k = (s * plan.boxes + b) * plan.box_k;
+      const int k = plan.stage_rows > 0 ? plan.k_first + b * plan.box_stride_k
+                                        : (s * plan.boxes + b) * plan.box_k;
       for (int part = 0; part < plan.parts; ++part) {
         asm volatile(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(
                 stage + (b * plan.parts + part) * plan.box_bytes),
-            "l"(plan.map), "r"(k), "r"(plan.row + part * plan.part_rows), "r"(full), "l"(policy)
+            "l"(plan.map), "r"(k), "r"(row + part * plan.part_rows), "r"(full), "l"(policy)
             : "memory");
       }
     }
