@@ -402,7 +402,8 @@ std::vector<TaskTimingRecord> MegakernelRegion::read_timings(cudaStream_t stream
   for (int i = 0; i < m.table.task_count; ++i) {
     const model::TaskRef ref = m.graph.task(m.table.first_task + i);
     out.push_back({i, ref.op, ref.tile, raw[i].start_ns, raw[i].end_ns, static_cast<int>(raw[i].sm),
-                   static_cast<int>(raw[i].block), raw[i].signal_ns, raw[i].publish_ns});
+                   static_cast<int>(raw[i].block), raw[i].signal_ns, raw[i].publish_ns,
+                   raw[i].inputs_ns});
   }
   return out;
 }

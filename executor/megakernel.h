@@ -74,6 +74,7 @@ struct TaskTimingRecord {
   int block = 0;
   uint64_t signal_ns = 0;   // the signaler saw it done (0: no signaler)
   uint64_t publish_ns = 0;  // its counter's store issued
+  uint64_t inputs_ns = 0;   // its body had its flagged inputs (0: it waits for none)
 };
 
 class MegakernelRegion {

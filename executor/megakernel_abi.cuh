@@ -48,14 +48,16 @@ struct ErrorRecord {
 };
 
 // Per task, when timing is compiled in (MEGACUT_MK_TIMING): %globaltimer at start (after its
-// waits), end (its consumers done), signal (the signaler saw it done) and publish (its
-// counter's store issued), and the SM it ran on. Each CTA also records when it
-// started (Params::cta_entry_ns), so that what a region does before its first task shows.
+// waits), end (its consumers done), signal (the signaler saw it done), publish (its counter's
+// store issued) and inputs (a body that waits for flagged words has them all; 0 for the others),
+// and the SM it ran on. Each CTA also records when it started (Params::cta_entry_ns), so that
+// what a region does before its first task shows.
 struct TaskTiming {
   unsigned long long start_ns;
   unsigned long long end_ns;
   unsigned long long signal_ns;
   unsigned long long publish_ns;
+  unsigned long long inputs_ns;
   unsigned int sm;
   unsigned int block;
 };

@@ -227,8 +227,9 @@ __device__ __forceinline__ void run_tasks(const Params& p, char* smem,
     if (i + 2 < last) fetch_task(p, i + 2, ahead.tasks[(k + 2) % 3]);
     tiles::cp_async_commit();
 #ifdef MEGACUT_MK_TIMING
-    if (threadIdx.x == 0 && p.timings != nullptr) {
-      p.timings[task.index].start_ns = tiles::globaltimer_ns();
+    if (p.timings != nullptr) {
+      if (threadIdx.x == 0) p.timings[task.index].start_ns = tiles::globaltimer_ns();
+      weights.region.inputs_ns = &p.timings[task.index].inputs_ns;
     }
 #endif
     Region::run(p, ahead.layouts[k % 2], task, smem, weights);

@@ -142,7 +142,8 @@ nlohmann::json task_timing_to_json(const executor::ScenarioRunner& runner,
                          {"start_ns", r.start_ns},
                          {"end_ns", r.end_ns},
                          {"signal_ns", r.signal_ns},
-                         {"publish_ns", r.publish_ns}});
+                         {"publish_ns", r.publish_ns},
+                         {"inputs_ns", r.inputs_ns}});
       }
       regions.push_back({{"config", t.region->config().to_json()},
                          {"cta_entry_ns", t.cta_entry_ns},

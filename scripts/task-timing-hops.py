@@ -13,7 +13,9 @@ publish_ns), publish to this op's first start (wait). All in microseconds. With 
 give the op's step (the last end of the ops before it to its own, as `megacut run --task-timing`
 prints it) and its bytes over its step in GB/s. Last, when the op's tasks end after the ops before
 it (the first, the median and the last): each op waits for the last task of the op before, so
-the spread of an op's ends is time the layer loses. With --simulated TRACE.json (the Chrome trace
+the spread of an op's ends is time the layer loses. For an op whose bodies take flagged words
+(the file's inputs_ns), its median task's inputs there after the ops before it ended (inputs: the
+handover), and its end after its inputs (then: the body's own work). With --simulated TRACE.json (the Chrome trace
 `megacut simulate --trace` writes for the same model, batch and composition), each op's step as
 the simulator predicts it too, beside the measured one: where a prediction of the region goes
 wrong, op by op.
@@ -102,6 +104,13 @@ def main():
                         notice = before["signal_ns"] - before["end_ns"]
                         fence = before["publish_ns"] - before["signal_ns"]
                         wait = start - before["publish_ns"]
+                # Bodies that take flagged words: their median task's inputs there, after the
+                # ops before it ended, and its end after its inputs.
+                fed = [t for t in tasks if t.get("inputs_ns")]
+                inputs = then = None
+                if fed and i > 0:
+                    inputs = statistics.median(t["inputs_ns"] - done for t in fed)
+                    then = statistics.median(t["end_ns"] - t["inputs_ns"] for t in fed)
                 m = re.match(r"(.*)layers\.(\d+)\.(.*)", names[op])
                 if m and not first <= int(m.group(2)) <= last:
                     continue
@@ -112,10 +121,12 @@ def main():
                     rate = (node["bytes_read"] + node["bytes_written"]) / step
                 rows.setdefault(key, []).append(
                     (median, hop, notice, fence, wait, step, first_end, median_end, rate,
-                     sim.get(op, 0.0)))
+                     sim.get(op, 0.0), inputs, then))
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
                   "averaged (us): task, hop from the op before, and of it notice, fence, wait; "
-                  "its tasks' first, median and last end after the ops before it")
+                  "its tasks' first, median and last end after the ops before it; where it takes flagged "
+                  "words, its median task's inputs there after the ops before it, and its end after "
+                  "them")
             for key, values in rows.items():
                 mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(8)]
                 line = (f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
@@ -124,6 +135,10 @@ def main():
                     rate = sum(v[8] for v in values) / len(values)
                     line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
                 line += f"  ends {mean[6]:6.2f} {mean[7]:6.2f} {mean[5]:6.2f}"
+                fed = [v for v in values if v[10] is not None]
+                if fed:
+                    line += (f"  inputs {sum(v[10] for v in fed) / len(fed) / 1000:5.2f}"
+                             f"  then {sum(v[11] for v in fed) / len(fed) / 1000:5.2f}")
                 if simulated is not None:
                     line += f"  simulated step {sum(v[9] for v in values) / len(values) / 1000:6.2f}"
                 print(line)

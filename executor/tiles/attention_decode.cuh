@@ -300,7 +300,8 @@ struct QkvAttentionDecodeTile {
         unpack8(load8(a.q + at), f);
       }
     }
-    tile_sync<kThreads>();         // the frequencies
+    tile_sync<kThreads>();  // the frequencies
+    if (l.x_flagged != nullptr && threadIdx.x == 0) mark_inputs(region);
     if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
       if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
         float sum_sq = 0.f;

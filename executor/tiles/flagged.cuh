@@ -84,11 +84,19 @@ load_flagged_chunks(const unsigned long long* const (&at)[kChunks], unsigned run
 // Where a body runs in a megakernel region: the run its flagged words carry, the region's error
 // word, which stops a wait for them, and how long such a wait may last. A conventional kernel
 // has no run (0) and hands nothing over.
+// With task timing, where the body records when its flagged inputs were all there.
 struct RegionRun {
   unsigned run = 0;
   const unsigned* stop = nullptr;
   unsigned long long timeout_ns = 0;
+  unsigned long long* inputs_ns = nullptr;
 };
+
+// The body's flagged inputs are all there (one thread of it calls this after the barrier that
+// follows every thread's wait): the task timing's inputs_ns, where the region times its tasks.
+__device__ __forceinline__ void mark_inputs(const RegionRun& region) {
+  if (region.inputs_ns != nullptr) *region.inputs_ns = globaltimer_ns();
+}
 
 // A wait for flagged words that timed out is a runtime defect: it traps rather than hangs. One
 // the region's error stopped goes on with what it has: the host reports the run failed.

@@ -908,11 +908,18 @@ TEST(MegakernelGpu, ConfigAndTimingRecords) {
   region.check(stream);
   const std::vector<TaskTimingRecord> t = region.read_timings(stream);
   ASSERT_EQ(static_cast<int>(t.size()), cfg.tasks);
+  int fed = 0;  // tasks whose bodies took flagged words: their inputs came between start and end
   for (const TaskTimingRecord& r : t) {
     EXPECT_GT(r.start_ns, 0u);
     EXPECT_GE(r.end_ns, r.start_ns);
     EXPECT_LT(r.block, cfg.grid);
+    if (r.inputs_ns == 0) continue;
+    ++fed;
+    EXPECT_GE(r.inputs_ns, r.start_ns) << "task " << r.task;
+    EXPECT_LE(r.inputs_ns, r.end_ns) << "task " << r.task;
   }
+  EXPECT_GT(cfg.flagged_inputs, 0);
+  EXPECT_GT(fed, 0) << "no task recorded when its flagged inputs were there";
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
