@@ -201,11 +201,12 @@ struct QkvAttentionDecodeTile {
   static_assert(kThreads == kStreamConsumerThreads, "a streamed body's warps");
   static_assert(kStageKeys <= 256 && kKeysPerSlot * Attend::kSlots == kStageKeys, "stage keys");
   static_assert(3 * kLanes <= 64, "the query, the key and the value in two warps");
-  static_assert(64 + kHalf <= kThreads, "a frequency a thread after the first two warps");
+  static_assert(64 + kHalf <= kThreads, "a rotation a thread after the first two warps");
 
-  // The key loop's, then the new query, key and value (bf16), then the rotation's frequencies.
+  // The key loop's, then the new query, key and value (bf16), then the rotation's cosines and
+  // sines.
   __host__ __device__ static int smem_bytes(const Layout& l) {
-    return Attend::smem_bytes(l) + 3 * kHeadDim * 2 + kHalf * 4;
+    return Attend::smem_bytes(l) + 3 * kHeadDim * 2 + 2 * kHalf * 4;
   }
 
   // Whether it can take q as flagged words, and give its output so (tiles/flagged.cuh).
@@ -275,18 +276,27 @@ struct QkvAttentionDecodeTile {
     const int kv_head = head / group;
     const int kv_cols = a.kv_heads * kHeadDim;
     bf16* fresh = reinterpret_cast<bf16*>(smem + Attend::smem_bytes(a));  // q, k, v
-    float* freq = reinterpret_cast<float*>(fresh + 3 * kHeadDim);         // (head_dim / 2)
-    // The warps after the first two compute the frequencies while those two load.
+    float* rot = reinterpret_cast<float*>(fresh + 3 * kHeadDim);  // cos, then sin (head_dim / 2)
+    const long long row = box.row_begin;  // one row a tile (decode's attention tiling)
+    const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
+    // The warps after the first two rotate by the position's angles (no input of the stage's)
+    // while those two wait for qkv's words.
     if (threadIdx.x >= 64 && threadIdx.x < 64 + kHalf) {
-      freq[threadIdx.x - 64] = l.rope.inverse(threadIdx.x - 64);
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * l.rope.inverse(threadIdx.x - 64), &sn, &cs);
+      rot[threadIdx.x - 64] = cs;
+      rot[kHalf + threadIdx.x - 64] = sn;
     }
     const int role = threadIdx.x / kLanes;  // 0 the query, 1 the key, 2 the value
     const int d0 = threadIdx.x % kLanes * 8;
     const int col = role == 0   ? head * kHeadDim
                     : role == 1 ? (a.heads + kv_head) * kHeadDim
                                 : (a.heads + a.kv_heads + kv_head) * kHeadDim;
-    const long long row = box.row_begin;  // one row a tile (decode's attention tiling)
-    const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
+    // qk-norm's weights (the query's or the key's) before the wait, too.
+    Vec8 norm_weights{};
+    if (threadIdx.x < 64 && role < 2 && l.qk_norm != nullptr) {
+      norm_weights = load8(l.qk_norm + role * kHeadDim + d0);
+    }
     float f[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (threadIdx.x < 64 && role < 3) {
       const long long at = row * a.q_stride + col + d0;
@@ -300,7 +310,7 @@ struct QkvAttentionDecodeTile {
         unpack8(load8(a.q + at), f);
       }
     }
-    tile_sync<kThreads>();  // the frequencies
+    tile_sync<kThreads>();  // the rotation
     if (l.x_flagged != nullptr && threadIdx.x == 0) mark_inputs(region);
     if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
       if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
@@ -310,7 +320,7 @@ struct QkvAttentionDecodeTile {
         const float inv_rms = rsqrtf(group_sum(sum_sq, kLanes) / kHeadDim + l.eps);
         if (role < 2) {
           float w[8];
-          unpack8(load8(l.qk_norm + role * kHeadDim + d0), w);
+          unpack8(norm_weights, w);
 #pragma unroll
           for (int i = 0; i < 8; ++i) f[i] = round_bf16(round_bf16(f[i] * inv_rms) * w[i]);
         }
@@ -321,11 +331,9 @@ struct QkvAttentionDecodeTile {
       for (int i = 0; i < 8; ++i) other[i] = __shfl_xor_sync(0xffffffffu, f[i], kLanes / 2);
       if (role < 2) {
         const bool first_half = d0 < kHalf;
-        const float p = static_cast<float>(pos);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-          float sn, cs;
-          sincosf(p * freq[d0 % kHalf + i], &sn, &cs);
+          const float cs = rot[d0 % kHalf + i], sn = rot[kHalf + d0 % kHalf + i];
           f[i] = first_half ? f[i] * cs - other[i] * sn : f[i] * cs + other[i] * sn;
         }
       }
