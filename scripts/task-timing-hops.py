@@ -14,11 +14,11 @@ give the op's step (the last end of the ops before it to its own, as `megacut ru
 prints it) and its bytes over its step in GB/s. Last, when the op's tasks end after the ops before
 it (the first, the median and the last): each op waits for the last task of the op before, so
 the spread of an op's ends is time the layer loses. For an op whose bodies take flagged words
-(the file's inputs_ns), its median task's inputs there after the ops before it ended (inputs: the
-handover), and its end after its inputs (then: the body's own work). With --simulated TRACE.json (the Chrome trace
-`megacut simulate --trace` writes for the same model, batch and composition), each op's step as
-the simulator predicts it too, beside the measured one: where a prediction of the region goes
-wrong, op by op.
+(the file's inputs_ns), its median task's inputs there after the ops before it ended (inputs:
+the handover), and its end after its inputs (then: the body's own work). With --simulated
+TRACE.json (the Chrome trace `megacut simulate --trace` writes for the same model, batch and
+composition), each op's step as the simulator predicts it too, beside the measured one: where a
+prediction of the region goes wrong, op by op.
 """
 import gzip
 import json

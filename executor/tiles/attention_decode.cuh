@@ -279,8 +279,8 @@ struct QkvAttentionDecodeTile {
     float* rot = reinterpret_cast<float*>(fresh + 3 * kHeadDim);  // cos, then sin (head_dim / 2)
     const long long row = box.row_begin;  // one row a tile (decode's attention tiling)
     const int pos = a.past_len + static_cast<int>(row) % a.seq_len;
-    // The warps after the first two rotate by the position's angles (no input of the stage's)
-    // while those two wait for qkv's words.
+    // The warps after the first two compute the rotation's cosines and sines at the position (no
+    // input of the stage's) while those two wait for qkv's words.
     if (threadIdx.x >= 64 && threadIdx.x < 64 + kHalf) {
       float sn, cs;
       sincosf(static_cast<float>(pos) * l.rope.inverse(threadIdx.x - 64), &sn, &cs);

@@ -82,9 +82,9 @@ load_flagged_chunks(const unsigned long long* const (&at)[kChunks], unsigned run
 }
 
 // Where a body runs in a megakernel region: the run its flagged words carry, the region's error
-// word, which stops a wait for them, and how long such a wait may last. A conventional kernel
-// has no run (0) and hands nothing over.
-// With task timing, where the body records when its flagged inputs were all there.
+// word, which stops a wait for them, how long such a wait may last, and, where the region times
+// its tasks, where the body records when its flagged inputs were all there. A conventional
+// kernel has no run (0) and hands nothing over.
 struct RegionRun {
   unsigned run = 0;
   const unsigned* stop = nullptr;
