@@ -311,7 +311,7 @@ struct QkvAttentionDecodeTile {
       }
     }
     tile_sync<kThreads>();  // the rotation
-    if (l.x_flagged != nullptr && threadIdx.x == 0) mark_inputs(region);
+    if (l.x_flagged != nullptr) mark_inputs(region);
     if (threadIdx.x < 64) {        // whole warps: the sums and the rotation shuffle
       if (l.qk_norm != nullptr) {  // QkNormTile's arithmetic
         float sum_sq = 0.f;

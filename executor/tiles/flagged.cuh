@@ -92,10 +92,11 @@ struct RegionRun {
   unsigned long long* inputs_ns = nullptr;
 };
 
-// The body's flagged inputs are all there (one thread of it calls this after the barrier that
-// follows every thread's wait): the task timing's inputs_ns, where the region times its tasks.
+// The body's flagged inputs are all there (every thread of it calls this after the barrier that
+// follows every thread's wait; its first thread records): the task timing's inputs_ns, where the
+// region times its tasks.
 __device__ __forceinline__ void mark_inputs(const RegionRun& region) {
-  if (region.inputs_ns != nullptr) *region.inputs_ns = globaltimer_ns();
+  if (region.inputs_ns != nullptr && threadIdx.x == 0) *region.inputs_ns = globaltimer_ns();
 }
 
 // A wait for flagged words that timed out is a runtime defect: it traps rather than hangs. One

@@ -197,7 +197,7 @@ struct LinearStreamTile {
       }
     }
     tile_sync<kThreads>();
-    if (l.x_flagged != nullptr && threadIdx.x == 0) mark_inputs(weights.region);
+    if (l.x_flagged != nullptr) mark_inputs(weights.region);
   }
 
   // One word (two bf16 of k) of what multiplies W, from a word of x and of the norm's scale,
