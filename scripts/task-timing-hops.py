@@ -13,7 +13,10 @@ publish_ns), publish to this op's first start (wait). All in microseconds. With 
 give the op's step (the last end of the ops before it to its own, as `megacut run --task-timing`
 prints it) and its bytes over its step in GB/s. Last, when the op's tasks end after the ops before
 it (the first, the median and the last): each op waits for the last task of the op before, so
-the spread of an op's ends is time the layer loses. For an op whose bodies take flagged words
+the spread of an op's ends is time the layer loses. gap: the median task's start after the end
+of the task before it on its CTA (the runtime's own time between two tasks, with the wait for
+the task's counters; a body's wait for flagged words comes after its start). For an op whose
+bodies take flagged words
 (the file's inputs_ns), its median task's inputs there after the ops before it ended (inputs:
 the handover), and its end after its inputs (then: the body's own work). With --simulated
 TRACE.json (the Chrome trace `megacut simulate --trace` writes for the same model, batch and
@@ -80,9 +83,16 @@ def main():
         sim = (simulated_steps(simulated, stage["stage"], names)
                if simulated is not None and stage["regions"] else {})
         for region in stage["regions"]:
-            by_op = {}
+            by_op, by_block = {}, {}
             for t in region["tasks"]:
                 by_op.setdefault(t["op"], []).append(t)
+                by_block.setdefault(t["block"], []).append(t)
+            # Each task's start after the end of the task before it on its CTA.
+            gap_of = {}
+            for queue in by_block.values():
+                queue.sort(key=lambda t: t["start_ns"])
+                for before, t in zip(queue, queue[1:]):
+                    gap_of[t["task"]] = t["start_ns"] - before["end_ns"]
             ops = sorted(by_op)
             rows = {}
             for i, op in enumerate(ops):
@@ -90,6 +100,8 @@ def main():
                 start = min(t["start_ns"] for t in tasks)
                 end = max(t["end_ns"] for t in tasks)
                 median = statistics.median(t["end_ns"] - t["start_ns"] for t in tasks)
+                gaps = [gap_of[t["task"]] for t in tasks if t["task"] in gap_of]
+                gap = statistics.median(gaps) if gaps else 0.0
                 hop = notice = fence = wait = 0.0
                 step = end - start
                 ends = sorted(t["end_ns"] for t in tasks)
@@ -120,27 +132,29 @@ def main():
                     node = stage_graph["ops"][op]
                     rate = (node["bytes_read"] + node["bytes_written"]) / step
                 rows.setdefault(key, []).append(
-                    (median, hop, notice, fence, wait, step, first_end, median_end, rate,
+                    (median, hop, notice, fence, wait, step, first_end, median_end, gap, rate,
                      sim.get(op, 0.0), inputs, then))
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
-                  "averaged (us): task, hop from the op before, and of it notice, fence, wait; "
+                  "averaged (us): task, its gap after its CTA's task before it, hop from the op "
+                  "before, and of it notice, fence, wait; "
                   "its tasks' first, median and last end after the ops before it; where it takes flagged "
                   "words, its median task's inputs there after the ops before it, and its end after "
                   "them")
             for key, values in rows.items():
-                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(8)]
-                line = (f"  {key:26s} task {mean[0]:6.2f}  hop {mean[1]:5.2f}  notice {mean[2]:5.2f}"
+                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(9)]
+                line = (f"  {key:26s} task {mean[0]:6.2f}  gap {mean[8]:5.2f}  hop {mean[1]:5.2f}"
+                        f"  notice {mean[2]:5.2f}"
                         f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
                 if stage_graph is not None:
-                    rate = sum(v[8] for v in values) / len(values)
+                    rate = sum(v[9] for v in values) / len(values)
                     line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
                 line += f"  ends {mean[6]:6.2f} {mean[7]:6.2f} {mean[5]:6.2f}"
-                fed = [v for v in values if v[10] is not None]
+                fed = [v for v in values if v[11] is not None]
                 if fed:
-                    line += (f"  inputs {sum(v[10] for v in fed) / len(fed) / 1000:5.2f}"
-                             f"  then {sum(v[11] for v in fed) / len(fed) / 1000:5.2f}")
+                    line += (f"  inputs {sum(v[11] for v in fed) / len(fed) / 1000:5.2f}"
+                             f"  then {sum(v[12] for v in fed) / len(fed) / 1000:5.2f}")
                 if simulated is not None:
-                    line += f"  simulated step {sum(v[9] for v in values) / len(values) / 1000:6.2f}"
+                    line += f"  simulated step {sum(v[10] for v in values) / len(values) / 1000:6.2f}"
                 print(line)
 
 
