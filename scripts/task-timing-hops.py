@@ -132,8 +132,9 @@ def main():
                     node = stage_graph["ops"][op]
                     rate = (node["bytes_read"] + node["bytes_written"]) / step
                 rows.setdefault(key, []).append(
-                    (median, hop, notice, fence, wait, step, first_end, median_end, gap, rate,
-                     sim.get(op, 0.0), inputs, then))
+                    {"task": median, "gap": gap, "hop": hop, "notice": notice, "fence": fence,
+                     "wait": wait, "step": step, "first_end": first_end, "median_end": median_end,
+                     "rate": rate, "simulated": sim.get(op, 0.0), "inputs": inputs, "then": then})
             print(f"{stage['stage']} region on {region['config']['grid']} CTAs, layers {first}-{last} "
                   "averaged (us): task, its gap after its CTA's task before it, hop from the op "
                   "before, and of it notice, fence, wait; "
@@ -141,20 +142,21 @@ def main():
                   "words, its median task's inputs there after the ops before it, and its end after "
                   "them")
             for key, values in rows.items():
-                mean = [sum(v[j] for v in values) / len(values) / 1000 for j in range(9)]
-                line = (f"  {key:26s} task {mean[0]:6.2f}  gap {mean[8]:5.2f}  hop {mean[1]:5.2f}"
-                        f"  notice {mean[2]:5.2f}"
-                        f"  fence {mean[3]:5.2f}  wait {mean[4]:5.2f}")
+                def mean(field, among=values):
+                    return sum(v[field] for v in among) / len(among) / 1000  # us
+
+                line = (f"  {key:26s} task {mean('task'):6.2f}  gap {mean('gap'):5.2f}"
+                        f"  hop {mean('hop'):5.2f}  notice {mean('notice'):5.2f}"
+                        f"  fence {mean('fence'):5.2f}  wait {mean('wait'):5.2f}")
                 if stage_graph is not None:
-                    rate = sum(v[9] for v in values) / len(values)
-                    line += f"  step {mean[5]:6.2f}  {rate:5.0f} GB/s"
-                line += f"  ends {mean[6]:6.2f} {mean[7]:6.2f} {mean[5]:6.2f}"
-                fed = [v for v in values if v[11] is not None]
+                    line += f"  step {mean('step'):6.2f}  {mean('rate') * 1000:5.0f} GB/s"
+                line += (f"  ends {mean('first_end'):6.2f} {mean('median_end'):6.2f}"
+                         f" {mean('step'):6.2f}")
+                fed = [v for v in values if v["inputs"] is not None]
                 if fed:
-                    line += (f"  inputs {sum(v[11] for v in fed) / len(fed) / 1000:5.2f}"
-                             f"  then {sum(v[12] for v in fed) / len(fed) / 1000:5.2f}")
+                    line += f"  inputs {mean('inputs', fed):5.2f}  then {mean('then', fed):5.2f}"
                 if simulated is not None:
-                    line += f"  simulated step {sum(v[10] for v in values) / len(values) / 1000:6.2f}"
+                    line += f"  simulated step {mean('simulated'):6.2f}"
                 print(line)
 
 
