@@ -45,15 +45,20 @@ load_flagged_chunks(const unsigned long long* const (&at)[kChunks], unsigned run
     unsigned long long w[kChunks][4];
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
-      if (!(pending >> j & 1)) continue;
-      asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
-                   : "=l"(w[j][0]), "=l"(w[j][1])
-                   : "l"(at[j])
-                   : "memory");
-      asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
-                   : "=l"(w[j][2]), "=l"(w[j][3])
-                   : "l"(at[j] + 2)
-                   : "memory");
+      // Every word defined on every path: with the words of chunks not loaded left undefined,
+      // ptxas kept w in local memory, a store and a reload on every round of the wait (a decode
+      // region's stack frame 128 bytes rather than 40).
+      w[j][0] = w[j][1] = w[j][2] = w[j][3] = 0;
+      if (pending >> j & 1) {
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(w[j][0]), "=l"(w[j][1])
+                     : "l"(at[j])
+                     : "memory");
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(w[j][2]), "=l"(w[j][3])
+                     : "l"(at[j] + 2)
+                     : "memory");
+      }
     }
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
