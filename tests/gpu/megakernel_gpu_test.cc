@@ -255,6 +255,24 @@ TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
   EXPECT_FALSE(parse_ptxas_report("", kRegionKernelName).known());
 }
 
+// A decode region's waits for flagged words keep a poll round's words in registers. With the
+// words of chunks not loaded in a round left undefined, ptxas kept them in local memory (Qwen3-0.6B's
+// decode region: a 128-byte stack frame, and a store and a reload on every round of every wait);
+// defined on every path, 40 bytes. No GPU needed: ptxas's report of the region NVRTC compiles.
+TEST(MegakernelCodegen, DecodeRegionWaitsKeepTheirWordsInRegisters) {
+  const std::string cache = ::testing::TempDir() + "megacut_mk_stack_test";
+  std::filesystem::remove_all(cache);
+  setenv("MEGACUT_CACHE_DIR", cache.c_str(), 1);
+  const model::Graph g = stage_graph("qwen3-0.6b", 1, 128, "decode");
+  const CompiledKernel k = compile_region_kernel(
+      region_kernel_source(region_body_names(g, 0, g.op_count()), /*timing=*/false), 90,
+      "qwen3-0.6b's decode region");
+  unsetenv("MEGACUT_CACHE_DIR");
+  ASSERT_TRUE(k.ptxas.known());
+  EXPECT_LE(k.ptxas.stack_bytes, 64);
+  EXPECT_LE(k.ptxas.spill_load_bytes, 160);
+}
+
 // A region's block is as wide as its widest body, and its launch bounds cap the registers of
 // every body at 65536 / width: no body of the bundled models may be wider than 256 threads.
 TEST(MegakernelCodegen, EveryBodyFitsA256ThreadBlock) {
