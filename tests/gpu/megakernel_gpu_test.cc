@@ -256,9 +256,10 @@ TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
 }
 
 // A decode region's waits for flagged words keep a poll round's words in registers. With the
-// words of chunks not loaded in a round left undefined, ptxas kept them in local memory (Qwen3-0.6B's
-// decode region: a 128-byte stack frame, and a store and a reload on every round of every wait);
-// defined on every path, 40 bytes. No GPU needed: ptxas's report of the region NVRTC compiles.
+// words of chunks not loaded in a round left undefined, ptxas kept them in local memory
+// (Qwen3-0.6B's decode region: a 128-byte stack frame, and a store and a reload on every round of
+// every wait); defined on every path, 40 bytes. No GPU needed: ptxas's report of the region NVRTC
+// compiles.
 TEST(MegakernelCodegen, DecodeRegionWaitsKeepTheirWordsInRegisters) {
   const std::string cache = ::testing::TempDir() + "megacut_mk_stack_test";
   std::filesystem::remove_all(cache);
