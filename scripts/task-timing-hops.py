@@ -16,9 +16,9 @@ it (the first, the median and the last): each op waits for the last task of the 
 the spread of an op's ends is time the layer loses. gap: the median task's start after the end
 of the task before it on its CTA (the runtime's own time between two tasks, with the wait for
 the task's counters; a body's wait for flagged words comes after its start). For an op whose
-bodies take flagged words
-(the file's inputs_ns), its median task's inputs there after the ops before it ended (inputs:
-the handover), and its end after its inputs (then: the body's own work). With --simulated
+bodies take flagged words (the file's inputs_ns), its median task's inputs there after the ops
+before it ended (inputs: the handover), and its end after its inputs (then: the body's own
+work). With --simulated
 TRACE.json (the Chrome trace `megacut simulate --trace` writes for the same model, batch and
 composition), each op's step as the simulator predicts it too, beside the measured one: where a
 prediction of the region goes wrong, op by op.
