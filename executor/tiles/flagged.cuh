@@ -38,6 +38,9 @@ load_flagged_chunks(const unsigned long long* const (&at)[kChunks], unsigned run
   unsigned pending = 0;
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
+    // Defined where at[j] is null too: left undefined, ptxas kept out in local memory as it
+    // did w below.
+    out[j] = make_uint4(0, 0, 0, 0);
     if (at[j] != nullptr) pending |= 1u << j;
   }
   unsigned long long start = 0;
