@@ -1,6 +1,7 @@
 // megacut kernels: the kernels of a composition's mk regions, compiled as `run` would compile
 // them (NVRTC, or the kernel cache), with no GPU, and what ptxas said of each: a thread's
-// registers, stack frame and spills. A tile body that spills in a region shows here first.
+// registers, stack frame and spills. A tile body that spills in a region shows here first. And
+// each kernel's machine code, in KB: every task of the region runs its body from it.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -46,8 +47,8 @@ void run(const KernelsOptions& o) {
   std::printf("composition: %s\n", composition.to_string().c_str());
   std::printf("kernel cache: %s\n\n",
               executor::kernel_cache_dir().empty() ? "none" : executor::kernel_cache_dir().c_str());
-  std::printf("%-10s %-14s %6s %9s %11s %12s %11s  %s\n", "stage", "region", "bodies", "registers",
-              "stack (B)", "spill st (B)", "spill ld (B)", "compiled");
+  std::printf("%-10s %-14s %6s %9s %11s %12s %11s %10s  %s\n", "stage", "region", "bodies",
+              "registers", "stack (B)", "spill st (B)", "spill ld (B)", "code (KB)", "compiled");
   int regions = 0;
   for (size_t s = 0; s < graphs.size(); ++s) {
     const std::string& stage = scenario.stages[s].name;
@@ -68,11 +69,14 @@ void run(const KernelsOptions& o) {
       } else {
         std::snprintf(compiled, sizeof compiled, "in %.1f s", k.compile_ms / 1e3);
       }
-      std::printf("%-10s %-14s %6zu %9s %11s %12s %11s  %s\n", stage.c_str(), name.c_str(),
+      const long long code = executor::cubin_code_bytes(k.cubin, executor::kRegionKernelName);
+      char code_kb[32] = "-";
+      if (code >= 0) std::snprintf(code_kb, sizeof code_kb, "%.1f", code / 1024.0);
+      std::printf("%-10s %-14s %6zu %9s %11s %12s %11s %10s  %s\n", stage.c_str(), name.c_str(),
                   bodies.size(), number_or_dash(p.registers).c_str(),
                   number_or_dash(p.stack_bytes).c_str(),
                   number_or_dash(p.spill_store_bytes).c_str(),
-                  number_or_dash(p.spill_load_bytes).c_str(), compiled);
+                  number_or_dash(p.spill_load_bytes).c_str(), code_kb, compiled);
       std::fflush(stdout);  // each region as it is done: a compile takes seconds
     }
   }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -113,11 +114,68 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
     std::from_chars(block.data() + begin, block.data() + at, value);
     return begin == at ? -1 : value;
   };
+  // The sum of the integers before each `label` in `block` (the kernel's line and those of the
+  // functions ptxas kept apart from it, listed after it), or -1 where there is none.
+  auto sum_before = [&](const std::string& label) {
+    int sum = -1;
+    for (size_t at = block.find(label); at != std::string::npos; at = block.find(label, at + 1)) {
+      size_t begin = at;
+      while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
+      int value = 0;
+      if (begin == at ||
+          std::from_chars(block.data() + begin, block.data() + at, value).ec != std::errc()) {
+        return -1;
+      }
+      sum = (sum < 0 ? 0 : sum) + value;
+    }
+    return sum;
+  };
   r.registers = number_before(" registers");
-  r.stack_bytes = number_before(" bytes stack frame");
-  r.spill_store_bytes = number_before(" bytes spill stores");
-  r.spill_load_bytes = number_before(" bytes spill loads");
+  // With its callees' frames where ptxas kept a function apart (a call from the kernel).
+  r.stack_bytes = number_before(" bytes cumulative stack size");
+  if (r.stack_bytes < 0) r.stack_bytes = number_before(" bytes stack frame");
+  r.spill_store_bytes = sum_before(" bytes spill stores");
+  r.spill_load_bytes = sum_before(" bytes spill loads");
   return r;
+}
+
+long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& kernel) {
+  // Little-endian ELF64: the section headers at e_shoff (e_shnum of e_shentsize bytes), names in
+  // the string table section e_shstrndx; a section header's name offset at 0, its size at 32.
+  auto read = [&](size_t at, size_t bytes) -> long long {
+    if (at > cubin.size() || bytes > cubin.size() - at) return -1;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < bytes; ++i) {
+      v |= static_cast<unsigned long long>(static_cast<unsigned char>(cubin[at + i])) << (8 * i);
+    }
+    return v > static_cast<unsigned long long>(LLONG_MAX) ? -1 : static_cast<long long>(v);
+  };
+  if (cubin.size() < 64 || cubin[0] != 0x7f || cubin[1] != 'E' || cubin[2] != 'L' ||
+      cubin[3] != 'F' || cubin[4] != 2 || cubin[5] != 1) {
+    return -1;
+  }
+  const long long shoff = read(0x28, 8), shentsize = read(0x3a, 2), shnum = read(0x3c, 2),
+                  shstrndx = read(0x3e, 2);
+  if (shoff < 0 || shentsize < 64 || shnum <= 0 || shstrndx < 0 || shstrndx >= shnum) return -1;
+  auto header = [&](long long i) { return static_cast<size_t>(shoff + i * shentsize); };
+  const long long names = read(header(shstrndx) + 24, 8),
+                  names_size = read(header(shstrndx) + 32, 8);
+  if (names < 0 || names_size < 0 || static_cast<unsigned long long>(names) > cubin.size() ||
+      static_cast<unsigned long long>(names_size) > cubin.size() - static_cast<size_t>(names)) {
+    return -1;
+  }
+  const std::string wanted = ".text." + kernel;
+  for (long long i = 0; i < shnum; ++i) {
+    const long long name = read(header(i), 4), size = read(header(i) + 32, 8);
+    if (name < 0 || size < 0 || name + static_cast<long long>(wanted.size()) >= names_size) {
+      continue;
+    }
+    const char* at = cubin.data() + names + name;
+    if (wanted.compare(0, wanted.size(), at, wanted.size()) == 0 && at[wanted.size()] == '\0') {
+      return size;
+    }
+  }
+  return -1;
 }
 
 std::vector<std::string> region_body_names(const model::Graph& graph, int op_begin, int op_end) {

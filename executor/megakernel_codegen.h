@@ -24,8 +24,9 @@ std::vector<std::string> region_body_names(const model::Graph& graph, int op_beg
 std::string region_kernel_source(const std::vector<std::string>& bodies, bool timing);
 
 // What ptxas said of a kernel it assembled (its -v report): per thread, the registers and the
-// bytes of stack frame, spill stores and spill loads. -1: not known (a kernel from the cache
-// whose report was not kept).
+// bytes of stack (with the frames of the functions it calls), spill stores and spill loads (its
+// own and those of any function ptxas kept apart from it rather than inline: a region kernel's
+// run_region can be). -1: not known (a kernel from the cache whose report was not kept).
 struct PtxasReport {
   int registers = -1;
   int stack_bytes = -1;
@@ -37,6 +38,11 @@ struct PtxasReport {
 // The report of the kernel named `kernel` in NVRTC's log of a compilation with ptxas -v; fields
 // the log does not give stay -1.
 PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel);
+
+// The bytes of machine code of the kernel named `kernel` in a cubin (its ELF section
+// .text.<kernel>), or -1 where the cubin has none or is not a 64-bit ELF file. The code a region's
+// bodies share is one function: every task's body is fetched from it.
+long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& kernel);
 
 struct CompiledKernel {
   std::vector<char> cubin;

@@ -221,6 +221,17 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   EXPECT_EQ(second.ptxas.spill_store_bytes, first.ptxas.spill_store_bytes);
   EXPECT_EQ(second.ptxas.spill_load_bytes, first.ptxas.spill_load_bytes);
   EXPECT_EQ(second.ptxas.stack_bytes, first.ptxas.stack_bytes);
+  // The kernel's machine code: inside the cubin, and none for a kernel it does not hold or for
+  // bytes that are no ELF file.
+  const long long code = cubin_code_bytes(first.cubin, kRegionKernelName);
+  EXPECT_GT(code, 1000);
+  EXPECT_LT(code, static_cast<long long>(first.cubin.size()));
+  EXPECT_EQ(code % 16, 0);  // whole instructions
+  EXPECT_EQ(cubin_code_bytes(first.cubin, "megacut_region"), -1);
+  EXPECT_EQ(cubin_code_bytes(first.cubin, "other_kernel"), -1);
+  EXPECT_EQ(cubin_code_bytes({'n', 'o', 't', ' ', 'e', 'l', 'f'}, kRegionKernelName), -1);
+  std::vector<char> truncated(first.cubin.begin(), first.cubin.begin() + 200);
+  EXPECT_EQ(cubin_code_bytes(truncated, kRegionKernelName), -1);
   // A cubin cached without its report still loads; the report is then unknown.
   std::filesystem::remove(std::filesystem::path(cache) / (first.key + ".log"));
   const CompiledKernel third = compile_region_kernel(source, 90, "test region");
@@ -248,6 +259,22 @@ TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
   EXPECT_EQ(r.stack_bytes, 280);
   EXPECT_EQ(r.spill_store_bytes, 256);
   EXPECT_EQ(r.spill_load_bytes, 552);
+  // A function ptxas kept apart from the kernel (not inlined) is listed after it: its spills are
+  // the kernel's too, its frame in the kernel's cumulative stack.
+  const std::string outlined =
+      "ptxas info    : Compiling entry function 'megacut_region_kernel' for 'sm_90a'\n"
+      "ptxas info    : Function properties for megacut_region_kernel\n"
+      "ptxas         .     152 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 16 barriers, 160 bytes cumulative stack size, "
+      "4992 bytes smem\n"
+      "ptxas info    : Compile time = 2950.489 ms\n"
+      "ptxas info    : Function properties for _ZN7megacut8executor2mk10run_region\n"
+      "ptxas         .     8 bytes stack frame, 60 bytes spill stores, 220 bytes spill loads\n";
+  const PtxasReport o = parse_ptxas_report(outlined, kRegionKernelName);
+  EXPECT_EQ(o.registers, 168);
+  EXPECT_EQ(o.stack_bytes, 160);
+  EXPECT_EQ(o.spill_store_bytes, 60);
+  EXPECT_EQ(o.spill_load_bytes, 220);
   const PtxasReport other = parse_ptxas_report(log, "other");
   EXPECT_EQ(other.registers, 40);
   EXPECT_EQ(other.spill_store_bytes, 4);
