@@ -1,7 +1,7 @@
 // megacut kernels: the kernels of a composition's mk regions, compiled as `run` would compile
 // them (NVRTC, or the kernel cache), with no GPU, and what ptxas said of each: a thread's
-// registers, stack frame and spills. A tile body that spills in a region shows here first. And
-// each kernel's machine code, in KB: every task of the region runs its body from it.
+// registers, stack and spills. A tile body that spills in a region shows here first. And each
+// kernel's machine code, in KB: every task of the region runs its body from it.
 #include <cstdio>
 #include <string>
 #include <vector>

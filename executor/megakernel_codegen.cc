@@ -156,7 +156,10 @@ long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& ke
   }
   const long long shoff = read(0x28, 8), shentsize = read(0x3a, 2), shnum = read(0x3c, 2),
                   shstrndx = read(0x3e, 2);
-  if (shoff < 0 || shentsize < 64 || shnum <= 0 || shstrndx < 0 || shstrndx >= shnum) return -1;
+  if (shoff < 0 || static_cast<unsigned long long>(shoff) > cubin.size() || shentsize < 64 ||
+      shnum <= 0 || shstrndx < 0 || shstrndx >= shnum) {
+    return -1;  // past the file: no section header can be read (and no offset overflows)
+  }
   auto header = [&](long long i) { return static_cast<size_t>(shoff + i * shentsize); };
   const long long names = read(header(shstrndx) + 24, 8),
                   names_size = read(header(shstrndx) + 32, 8);
