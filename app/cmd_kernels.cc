@@ -69,7 +69,7 @@ void run(const KernelsOptions& o) {
       } else {
         std::snprintf(compiled, sizeof compiled, "in %.1f s", k.compile_ms / 1e3);
       }
-      const long long code = executor::cubin_code_bytes(k.cubin, executor::kRegionKernelName);
+      const long long code = executor::cubin_code_bytes(k.cubin);
       char code_kb[32] = "-";
       if (code >= 0) std::snprintf(code_kb, sizeof code_kb, "%.1f", code / 1024.0);
       std::printf("%-10s %-14s %6zu %9s %11s %12s %11s %10s  %s\n", stage.c_str(), name.c_str(),

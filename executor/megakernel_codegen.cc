@@ -114,10 +114,12 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
     std::from_chars(block.data() + begin, block.data() + at, value);
     return begin == at ? -1 : value;
   };
-  // The sum of the integers before each `label` in `block` (the kernel's line and those of the
-  // functions ptxas kept apart from it, listed after it), or -1 where there is none.
+  // The sum of the integers before each `label` in `block`, or -1 where there is none (or the
+  // sum is no int: a damaged log). The block holds the kernel's line and those of the functions
+  // ptxas kept apart from it rather than inline, which it lists after its entry functions: all
+  // of them the kernel's where, as in a region's program, it is the only one.
   auto sum_before = [&](const std::string& label) {
-    int sum = -1;
+    long long sum = -1;
     for (size_t at = block.find(label); at != std::string::npos; at = block.find(label, at + 1)) {
       size_t begin = at;
       while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
@@ -127,8 +129,9 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
         return -1;
       }
       sum = (sum < 0 ? 0 : sum) + value;
+      if (sum > INT_MAX) return -1;
     }
-    return sum;
+    return static_cast<int>(sum);
   };
   r.registers = number_before(" registers");
   // With its callees' frames where ptxas kept a function apart (a call from the kernel).
@@ -139,7 +142,7 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
   return r;
 }
 
-long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& kernel) {
+long long cubin_code_bytes(const std::vector<char>& cubin) {
   // Little-endian ELF64: the section headers at e_shoff (e_shnum of e_shentsize bytes), names in
   // the string table section e_shstrndx; a section header's name offset at 0, its size at 32.
   auto read = [&](size_t at, size_t bytes) -> long long {
@@ -167,18 +170,19 @@ long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& ke
       static_cast<unsigned long long>(names_size) > cubin.size() - static_cast<size_t>(names)) {
     return -1;
   }
-  const std::string wanted = ".text." + kernel;
+  const std::string text = ".text.";
+  long long total = 0;
+  bool any = false;
   for (long long i = 0; i < shnum; ++i) {
     const long long name = read(header(i), 4), size = read(header(i) + 32, 8);
-    if (name < 0 || size < 0 || name + static_cast<long long>(wanted.size()) >= names_size) {
-      continue;
-    }
-    const char* at = cubin.data() + names + name;
-    if (wanted.compare(0, wanted.size(), at, wanted.size()) == 0 && at[wanted.size()] == '\0') {
-      return size;
-    }
+    if (name < 0 || size < 0) return -1;  // a section header past the file
+    if (name + static_cast<long long>(text.size()) >= names_size) continue;
+    if (text.compare(0, text.size(), cubin.data() + names + name, text.size()) != 0) continue;
+    if (size > LLONG_MAX - total) return -1;
+    total += size;
+    any = true;
   }
-  return -1;
+  return any ? total : -1;
 }
 
 std::vector<std::string> region_body_names(const model::Graph& graph, int op_begin, int op_end) {

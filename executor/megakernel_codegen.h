@@ -39,10 +39,11 @@ struct PtxasReport {
 // the log does not give stay -1.
 PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel);
 
-// The bytes of machine code of the kernel named `kernel` in a cubin (its ELF section
-// .text.<kernel>), or -1 where the cubin has none or is not a 64-bit ELF file. The code a region's
-// bodies share is one function: every task's body is fetched from it.
-long long cubin_code_bytes(const std::vector<char>& cubin, const std::string& kernel);
+// The bytes of machine code in a cubin: its functions' ELF sections .text.<function>, the kernel's
+// and those of any function ptxas kept apart from it. For a region's cubin (one kernel), all the
+// code its tasks run their bodies from. -1 where the cubin has none or is not a well-formed
+// 64-bit ELF file.
+long long cubin_code_bytes(const std::vector<char>& cubin);
 
 struct CompiledKernel {
   std::vector<char> cubin;

@@ -221,17 +221,11 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   EXPECT_EQ(second.ptxas.spill_store_bytes, first.ptxas.spill_store_bytes);
   EXPECT_EQ(second.ptxas.spill_load_bytes, first.ptxas.spill_load_bytes);
   EXPECT_EQ(second.ptxas.stack_bytes, first.ptxas.stack_bytes);
-  // The kernel's machine code: inside the cubin, and none for a kernel it does not hold or for
-  // bytes that are no ELF file.
-  const long long code = cubin_code_bytes(first.cubin, kRegionKernelName);
+  // The kernel's machine code, inside the cubin (CodeBytesAreTheTextSections checks the reading).
+  const long long code = cubin_code_bytes(first.cubin);
   EXPECT_GT(code, 1000);
   EXPECT_LT(code, static_cast<long long>(first.cubin.size()));
   EXPECT_EQ(code % 16, 0);  // whole instructions
-  EXPECT_EQ(cubin_code_bytes(first.cubin, "megacut_region"), -1);
-  EXPECT_EQ(cubin_code_bytes(first.cubin, "other_kernel"), -1);
-  EXPECT_EQ(cubin_code_bytes({'n', 'o', 't', ' ', 'e', 'l', 'f'}, kRegionKernelName), -1);
-  std::vector<char> truncated(first.cubin.begin(), first.cubin.begin() + 200);
-  EXPECT_EQ(cubin_code_bytes(truncated, kRegionKernelName), -1);
   // A cubin cached without its report still loads; the report is then unknown.
   std::filesystem::remove(std::filesystem::path(cache) / (first.key + ".log"));
   const CompiledKernel third = compile_region_kernel(source, 90, "test region");
@@ -239,6 +233,62 @@ TEST(MegakernelCodegen, RegionKernelCompilesWithNvrtcAndIsCached) {
   EXPECT_FALSE(third.ptxas.known());
   EXPECT_THROW(compile_region_kernel(source + "\n#error planted\n", 90, "planted region"), Error);
   unsetenv("MEGACUT_CACHE_DIR");
+}
+
+// A little-endian ELF64 file of sections (name, size): the header, the section names' string
+// table, then the section headers (a null one first, the string table's last). Each section's
+// offset is unlike its size, so that reading one for the other shows.
+std::vector<char> elf_of(const std::vector<std::pair<std::string, uint64_t>>& sections) {
+  std::string names(1, '\0');
+  std::vector<uint32_t> name_at;
+  for (const auto& s : sections) {
+    name_at.push_back(static_cast<uint32_t>(names.size()));
+    names += s.first + '\0';
+  }
+  const uint32_t strtab_name = static_cast<uint32_t>(names.size());
+  names += std::string(".shstrtab") + '\0';
+  std::vector<char> f(64, 0);
+  const char ident[6] = {0x7f, 'E', 'L', 'F', 2, 1};
+  std::copy(ident, ident + 6, f.begin());
+  f.insert(f.end(), names.begin(), names.end());
+  const uint64_t shoff = f.size();
+  auto put = [&](size_t at, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) f[at + i] = static_cast<char>(v >> (8 * i) & 0xff);
+  };
+  auto add_header = [&](uint32_t name, uint64_t offset, uint64_t size) {
+    const size_t at = f.size();
+    f.resize(at + 64, 0);
+    put(at, name, 4);
+    put(at + 24, offset, 8);
+    put(at + 32, size, 8);
+  };
+  add_header(0, 0, 0);
+  for (size_t i = 0; i < sections.size(); ++i)
+    add_header(name_at[i], 0x5000 + i, sections[i].second);
+  add_header(strtab_name, 64, names.size());
+  put(0x28, shoff, 8);
+  put(0x3a, 64, 2);
+  put(0x3c, sections.size() + 2, 2);
+  put(0x3e, sections.size() + 1, 2);
+  return f;
+}
+
+TEST(MegakernelCodegen, CodeBytesAreTheTextSections) {
+  // The kernel's code and an outlined function's; other sections are not code.
+  const std::vector<char> elf = elf_of(
+      {{".nv.info", 0x999}, {".text.kernel", 0x120}, {".text.outlined", 0x40}, {".text", 7}});
+  EXPECT_EQ(cubin_code_bytes(elf), 0x120 + 0x40);
+  EXPECT_EQ(cubin_code_bytes(elf_of({{".nv.info", 0x999}, {".text", 7}})), -1);
+  // Not ELF64, too short, section headers or the names past the end of the file.
+  EXPECT_EQ(cubin_code_bytes({'n', 'o', 't', ' ', 'e', 'l', 'f'}), -1);
+  std::vector<char> elf32 = elf;
+  elf32[4] = 1;
+  EXPECT_EQ(cubin_code_bytes(elf32), -1);
+  EXPECT_EQ(cubin_code_bytes(std::vector<char>(elf.begin(), elf.end() - 30)), -1);
+  EXPECT_EQ(cubin_code_bytes(std::vector<char>(elf.begin(), elf.begin() + 70)), -1);
+  std::vector<char> long_names = elf;
+  long_names[elf.size() - 64 + 32 + 7] = 0x7f;  // the string table's size, past the file
+  EXPECT_EQ(cubin_code_bytes(long_names), -1);
 }
 
 TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
@@ -275,6 +325,14 @@ TEST(MegakernelCodegen, PtxasReportIsTheNamedKernels) {
   EXPECT_EQ(o.stack_bytes, 160);
   EXPECT_EQ(o.spill_store_bytes, 60);
   EXPECT_EQ(o.spill_load_bytes, 220);
+  // A report without the cumulative stack: the kernel's frame.
+  const PtxasReport frame = parse_ptxas_report(
+      "ptxas info    : Compiling entry function 'megacut_region_kernel' for 'sm_90a'\n"
+      "ptxas         .     24 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 64 registers\n",
+      kRegionKernelName);
+  EXPECT_EQ(frame.stack_bytes, 24);
+  EXPECT_EQ(frame.spill_store_bytes, 0);
   const PtxasReport other = parse_ptxas_report(log, "other");
   EXPECT_EQ(other.registers, 40);
   EXPECT_EQ(other.spill_store_bytes, 4);
