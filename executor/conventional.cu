@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Body::kThreads + tiles::kStreamProducerThreads
   static_assert(kThreads == tiles::kStreamConsumerThreads, "a streamed body's warps");
   extern __shared__ __align__(128) char smem[];
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
-  const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots};
+  const tiles::StreamRing ring{tiles::ring_data(smem + scratch_bytes), full, empty, slots, slots};
   // A wait this long is a defect of ours: trap rather than hang. In a tile region, no sooner than
   // well past the region's watchdog, which reports a hang first.
   constexpr unsigned long long kTimeoutNs = 10'000'000'000ull;

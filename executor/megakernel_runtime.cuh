@@ -269,7 +269,8 @@ __device__ void run_region(const Params& p) {
   __shared__ unsigned long long run_index;
   __shared__ int stopped, done;
   __shared__ unsigned long long full[tiles::kStreamMaxSlots], empty[tiles::kStreamMaxSlots];
-  const tiles::StreamRing ring{tiles::ring_data(smem + p.ring_offset), full, empty, p.ring_slots};
+  const tiles::StreamRing ring{tiles::ring_data(smem + p.ring_offset), full, empty, p.ring_slots,
+                               tiles::kRegionStagesInFlight};
 #ifdef MEGACUT_MK_TIMING
   if (threadIdx.x == 0 && p.timings != nullptr)
     p.cta_entry_ns[blockIdx.x] = tiles::globaltimer_ns();

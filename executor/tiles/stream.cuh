@@ -12,7 +12,9 @@
 // rows of an edge tile, the end of k) with zeros. The body's warps wait on `full`, read, and each
 // arrives once on the slot's `empty` mbarrier, which frees the slot for the producer. Producer and
 // consumers walk the same tasks in the same order, so both count stages the same way: stage n of
-// the CTA's life is in slot n % slots, its (n / slots)-th use.
+// the CTA's life is in slot n % slots, its (n / slots)-th use. A ring may bound the stages in
+// flight (StreamRing::in_flight): the producer then waits for stage n - in_flight to land before
+// it issues stage n.
 //
 // Decode's qkv-attention streams the same way the cached positions of its KV head (no op of the
 // stage writes them), a stage of positions at a time down the cache (StreamPlan::stage_rows).
@@ -81,6 +83,9 @@ struct StreamRing {
   unsigned long long* full;   // (slots): the producer's copies of a stage landed
   unsigned long long* empty;  // (slots): every consumer warp is done with the slot
   int slots;
+  // The most stages the producer keeps issued and not yet landed (kRegionStagesInFlight); at
+  // `slots` or more, as many as the ring has free.
+  int in_flight;
 };
 
 // The ring's first slot in the room a host gave it from `room` on (kStreamRingAlignBytes more
@@ -158,6 +163,14 @@ __device__ __forceinline__ bool produce_stream(const StreamRing& ring, unsigned&
   for (int s = 0; s < plan.stages; ++s, ++position) {
     const unsigned slot = position % ring.slots, use = position / ring.slots;
     if (!wait_phase(ring.empty + slot, (use & 1) ^ 1, give_up)) return false;
+    // Stage position - in_flight has landed: its slot's use is complete, and only this thread
+    // arms the slot's next, stages later.
+    if (ring.in_flight < ring.slots && position >= static_cast<unsigned>(ring.in_flight)) {
+      const unsigned landed = position - ring.in_flight;
+      if (!wait_phase(ring.full + landed % ring.slots, (landed / ring.slots) & 1, give_up)) {
+        return false;
+      }
+    }
     const unsigned full = shared_address(ring.full + slot);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full),
                  "r"(plan.stage_bytes())

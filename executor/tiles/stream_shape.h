@@ -13,6 +13,13 @@ inline constexpr int kStreamSlotBytes = 16384;
 inline constexpr int kStreamRingAlignBytes = 1024;
 // mbarriers are static shared memory, sized for the most slots a ring may have.
 inline constexpr int kStreamMaxSlots = 14;
+// A megakernel region's producer keeps at most this many stages in flight (issued, not yet
+// landed). A ring's worth in flight on every SM queues the memory system so deep that the hops
+// between tasks, polls and counters under the stream, wait behind it; two or three stages still
+// keep an SM's share of the bandwidth busy. On an H100, one mk region over the decode step at
+// batch 1: Llama-3.2-1B 0.985 ms with no cap, 1.12 at 1 stage, 0.92 at 2 and 3, 0.94 at 4,
+// 0.95 at 6 (reports/h100/README.md). A conventional kernel hands nothing over: no cap there.
+inline constexpr int kRegionStagesInFlight = 3;
 // A streamed body has this many warps, each arriving once on `empty` to free a slot.
 inline constexpr int kStreamConsumerWarps = 8;
 inline constexpr int kStreamConsumerThreads = 32 * kStreamConsumerWarps;
