@@ -148,6 +148,14 @@ struct LinearStreamTile {
         const int i = static_cast<int>(threadIdx.x) + j * kThreads;
         at[j] = i < chunks ? l.x_flagged + (box.row_begin * l.k + i * 8ll) / 2 : nullptr;
       }
+      // The norm's scale depends on no activation: where a thread's chunks all take the same
+      // chunk of it (one chunk a thread, or rows of a divisor of kThreads chunks), it is loaded
+      // before the wait, its round trip passing under the wait's rather than after it.
+      const bool one_scale = chunks <= kThreads || kThreads % chunks_per_row == 0;
+      uint4 early_scale = make_uint4(0, 0, 0, 0);
+      if (kNormed && one_scale && static_cast<int>(threadIdx.x) < chunks) {
+        early_scale = *reinterpret_cast<const uint4*>(l.norm + threadIdx.x % chunks_per_row * 8);
+      }
       uint4 v[kPerThread];
       const RegionRun& region = weights.region;
       check_flagged_wait(
@@ -157,7 +165,9 @@ struct LinearStreamTile {
         const int i = static_cast<int>(threadIdx.x) + j * kThreads;
         if (i >= chunks) break;
         if constexpr (kNormed) {
-          const uint4 scale = *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
+          const uint4 scale =
+              one_scale ? early_scale
+                        : *reinterpret_cast<const uint4*>(l.norm + (i % chunks_per_row) * 8);
           float sum = 0.f;
           v[j] = make_uint4(operand_word(v[j].x, scale.x, sum), operand_word(v[j].y, scale.y, sum),
                             operand_word(v[j].z, scale.z, sum), operand_word(v[j].w, scale.w, sum));
