@@ -18,7 +18,8 @@ inline constexpr int kStreamMaxSlots = 14;
 // between tasks, polls and counters under the stream, wait behind it; two or three stages still
 // keep an SM's share of the bandwidth busy. On an H100, one mk region over the decode step at
 // batch 1: Llama-3.2-1B 0.985 ms with no cap, 1.12 at 1 stage, 0.92 at 2 and 3, 0.94 at 4,
-// 0.95 at 6 (reports/h100/README.md). A conventional kernel hands nothing over: no cap there.
+// 0.95 at 6; Qwen3-0.6B within 2% either way (reports/h100/README.md, "Lease 5"). A
+// conventional kernel hands nothing over: no cap there.
 inline constexpr int kRegionStagesInFlight = 3;
 // A streamed body has this many warps, each arriving once on `empty` to free a slot.
 inline constexpr int kStreamConsumerWarps = 8;
