@@ -104,30 +104,32 @@ PtxasReport parse_ptxas_report(const std::string& log, const std::string& kernel
   const size_t next = log.find("Compiling entry function", entry + 1);
   const std::string block =
       log.substr(entry, next == std::string::npos ? std::string::npos : next - entry);
+  // The integer whose digits end at `at` in `block`, or -1 where there are none (or they make
+  // no int: a damaged log).
+  auto int_ending_at = [&](size_t at) {
+    size_t begin = at;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
+    int value = 0;
+    if (begin == at ||
+        std::from_chars(block.data() + begin, block.data() + at, value).ec != std::errc()) {
+      return -1;
+    }
+    return value;
+  };
   // The integer just before `label` in `block`, or -1.
   auto number_before = [&](const std::string& label) {
     const size_t at = block.find(label);
-    if (at == std::string::npos) return -1;
-    size_t begin = at;
-    while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
-    int value = -1;  // stays so where the digits do not make an int (a damaged log)
-    std::from_chars(block.data() + begin, block.data() + at, value);
-    return begin == at ? -1 : value;
+    return at == std::string::npos ? -1 : int_ending_at(at);
   };
-  // The sum of the integers before each `label` in `block`, or -1 where there is none (or the
-  // sum is no int: a damaged log). The block holds the kernel's line and those of the functions
-  // ptxas kept apart from it rather than inline, which it lists after its entry functions: all
-  // of them the kernel's where, as in a region's program, it is the only one.
+  // The sum of the integers before each `label` in `block`, or -1 where there is none (or one is
+  // missing, or the sum is no int: a damaged log). The block holds the kernel's line and those
+  // of the functions ptxas kept apart from it rather than inline, which it lists after its entry
+  // functions: all of them the kernel's where, as in a region's program, it is the only one.
   auto sum_before = [&](const std::string& label) {
     long long sum = -1;
     for (size_t at = block.find(label); at != std::string::npos; at = block.find(label, at + 1)) {
-      size_t begin = at;
-      while (begin > 0 && std::isdigit(static_cast<unsigned char>(block[begin - 1]))) --begin;
-      int value = 0;
-      if (begin == at ||
-          std::from_chars(block.data() + begin, block.data() + at, value).ec != std::errc()) {
-        return -1;
-      }
+      const int value = int_ending_at(at);
+      if (value < 0) return -1;
       sum = (sum < 0 ? 0 : sum) + value;
       if (sum > INT_MAX) return -1;
     }
