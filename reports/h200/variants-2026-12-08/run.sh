@@ -9,7 +9,8 @@
 # SET "b": the candidates and the in-flight bounds at batch 8, two rounds.
 # SET "c": task timing of Qwen3-0.6B's decode step at batch 1 with the phase stamps of
 # reports/h100/task-timing-2026-12-07/phase-stamps.patch, over main's tree and with
-# poll-stop-overlap: OUT_DIR/tt-qwen3-0.6b-b1-NAME.json.gz, for scripts/task-timing-hops.py.
+# poll-stop-overlap: OUT_DIR/tt-qwen3-0.6b-b1-NAME.json.gz, for scripts/task-timing-hops.py
+# (STAMPS names the stamps' patch where reports/h100 is not in the tree).
 # SET "d": a build of another commit against MEGACUT and this tree, in turns, three rounds, at
 # batch 1 and 8: BRANCH_MEGACUT its megacut, BRANCH_TREE a tree of its tracked files (its mk
 # regions compile from there).
@@ -36,7 +37,9 @@ case $set_name in
     shapes=("qwen3-0.6b 8" "llama-3.2-1b 8")
     ;;
   c)
-    stamps=$root/reports/h100/task-timing-2026-12-07/phase-stamps.patch
+    # STAMPS: the stamps' patch where reports/h100 is not in the tree (moved out for its size).
+    stamps=$(realpath "${STAMPS:-$root/reports/h100/task-timing-2026-12-07/phase-stamps.patch}")
+    [[ -f $stamps ]] || { echo "run.sh: no phase-stamps patch at $stamps (set STAMPS)" >&2; exit 2; }
     for name in main poll-stop-overlap; do
       tree=$(mktemp -d)
       git ls-files -z | while IFS= read -r -d '' f; do
